@@ -1,0 +1,40 @@
+# kubectl-llm — see README.md. `make demo` runs the demo, `make test` runs every test.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+export GOFLAGS := -modcacherw
+
+CONTROLLER_GEN := go tool controller-gen
+GO_TEST_FLAGS ?= -timeout 30m
+
+.PHONY: all build test generate verify-generated fmt-check vet control-plane clean-cache
+
+all: build
+
+build: ## Build bin/kubectl-llm.
+	go build -o bin/kubectl-llm ./cmd/kubectl-llm
+
+generate: ## Regenerate deepcopy code and the CRD from the API types.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+
+verify-generated: generate ## Fail when generated files differ from what is committed.
+	@if ! git diff --quiet -- api config || [ -n "$$(git ls-files --others --exclude-standard -- api config)" ]; then \
+	  echo "generated files are stale; run 'make generate' and commit:"; git diff --stat -- api config; \
+	  git ls-files --others --exclude-standard -- api config; exit 1; fi
+
+fmt-check: ## Fail when gofmt would change a file.
+	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
+
+vet:
+	go vet ./...
+
+control-plane: ## Build (or reuse) kube-apiserver, etcd, kwok… in the cache; prints the directory.
+	@bash hack/build-control-plane.sh
+
+test: ## Everything CI checks: generated files, gofmt, vet, and all tests against a real control plane.
+	@assets=$$(bash hack/build-control-plane.sh); \
+	$(MAKE) --no-print-directory verify-generated fmt-check vet; \
+	KUBEBUILDER_ASSETS=$$assets go test $(GO_TEST_FLAGS) ./...
+
+clean-cache: ## Remove the cached control-plane binaries.
+	rm -rf "$${KUBECTL_LLM_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/kubectl-llm}/tools"

@@ -1,0 +1,395 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// EngineType names the inference engine that serves the model.
+// +kubebuilder:validation:Enum=vllm;sglang;custom
+type EngineType string
+
+const (
+	EngineVLLM   EngineType = "vllm"
+	EngineSGLang EngineType = "sglang"
+	// EngineCustom runs the given image with only the given args: the operator generates no command line.
+	EngineCustom EngineType = "custom"
+)
+
+// RestartPolicy says what happens to a group when one of its pods restarts or is lost.
+// +kubebuilder:validation:Enum=RecreateGroupOnPodRestart;None
+type RestartPolicy string
+
+const (
+	// RecreateGroupOnPodRestart recreates every pod of the group: a broken rank breaks the collective.
+	RecreateGroupOnPodRestart RestartPolicy = "RecreateGroupOnPodRestart"
+	// RestartPolicyNone recreates only the lost pod.
+	RestartPolicyNone RestartPolicy = "None"
+)
+
+// RolloutStrategyType says how groups move to a new revision.
+// +kubebuilder:validation:Enum=RollingUpdate;Recreate
+type RolloutStrategyType string
+
+const (
+	// RollingUpdate replaces groups one batch at a time within maxSurge and maxUnavailable.
+	RollingUpdate RolloutStrategyType = "RollingUpdate"
+	// Recreate stops the old groups before new ones start: for clusters with no spare GPU for a surge.
+	Recreate RolloutStrategyType = "Recreate"
+)
+
+// ModelServing serves one model on groups of pods (a leader and groupSize-1 workers each),
+// rolled out group by group.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=ms,categories=llm
+// +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.spec.model`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.readyGroups`,description="Groups ready / desired"
+// +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedReplicas`,description="Groups on the update revision"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Engine",type=string,JSONPath=`.spec.engine.type`,priority=1
+// +kubebuilder:printcolumn:name="Group-size",type=integer,JSONPath=`.spec.groupSize`,priority=1
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.updateRevision`,priority=1
+// +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`,priority=1
+type ModelServing struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ModelServingSpec   `json:"spec"`
+	Status ModelServingStatus `json:"status,omitempty"`
+}
+
+// ModelServingList is a list of ModelServings.
+//
+// +kubebuilder:object:root=true
+type ModelServingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ModelServing `json:"items"`
+}
+
+// ModelServingSpec is what the user wants served.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.restart) || has(self.restart)",message="spec.restart cannot be removed once set: to restart again, set a new spec.restart.id"
+type ModelServingSpec struct {
+	// Model is what the engine serves, e.g. Qwen/Qwen3-0.6B or a path inside the weights volume.
+	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="spec.model must name the model to serve, e.g. Qwen/Qwen3-0.6B"
+	// +kubebuilder:validation:MaxLength=512
+	Model string `json:"model"`
+
+	// Engine is the inference engine and its container settings.
+	// +kubebuilder:default={}
+	// +optional
+	Engine EngineSpec `json:"engine,omitempty"`
+
+	// Replicas is the number of groups. The scale subresource points here.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 1000",message="spec.replicas is the number of groups and must be between 0 and 1000"
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// GroupSize is the number of pods per group: one leader and groupSize-1 workers.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 64",message="spec.groupSize is the number of pods per group (leader + workers) and must be between 1 and 64"
+	// +optional
+	GroupSize int32 `json:"groupSize,omitempty"`
+
+	// Resources are requested by every pod of a group. GPU requests equal limits.
+	// +optional
+	Resources ResourceSpec `json:"resources,omitempty"`
+
+	// Weights, when set, adds a first phase that fetches the model weights into a volume.
+	// +optional
+	Weights *WeightsSpec `json:"weights,omitempty"`
+
+	// Readiness says when a pod serves: the startup probe covers weight loading, the readiness probe serving.
+	// +kubebuilder:default={}
+	// +optional
+	Readiness ReadinessSpec `json:"readiness,omitempty"`
+
+	// RestartPolicy says what happens to a group when one of its pods restarts.
+	// +kubebuilder:default=RecreateGroupOnPodRestart
+	// +optional
+	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
+
+	// Rollout says how groups move to a new revision.
+	// +kubebuilder:default={}
+	// +optional
+	Rollout RolloutSpec `json:"rollout,omitempty"`
+
+	// Restart is a declarative restart: a new id restarts every group through the rollout rules.
+	// +optional
+	Restart *RestartSpec `json:"restart,omitempty"`
+
+	// Scheduling places the pods.
+	// +optional
+	Scheduling SchedulingSpec `json:"scheduling,omitempty"`
+
+	// Template is an optional pod template merged last over the generated one (strategic merge,
+	// containers by name; the engine container is named "engine"). It is an overlay, so no field
+	// of it is required: its schema is left open and the operator reports what does not merge.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
+}
+
+// EngineSpec is the inference engine and its container.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'custom' || (has(self.image) && self.image.size() > 0)",message="spec.engine.image is required when spec.engine.type is custom"
+type EngineSpec struct {
+	// Type is the engine: vllm, sglang or custom.
+	// +kubebuilder:default=vllm
+	// +optional
+	Type EngineType `json:"type,omitempty"`
+
+	// Image is the engine image. Empty means the operator's default for the engine type.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Args are appended to the engine's generated arguments.
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// Env is added to the engine container of every pod.
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// Port is where the engine serves its OpenAPI-compatible HTTP API.
+	// +kubebuilder:default=8000
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 65535",message="spec.engine.port must be a TCP port between 1 and 65535"
+	// +optional
+	Port int32 `json:"port,omitempty"`
+}
+
+// ResourceSpec is what every pod of a group requests.
+type ResourceSpec struct {
+	// GPUs is the number of nvidia.com/gpu per pod, requested and limited alike.
+	// +kubebuilder:validation:XValidation:rule="self >= 0",message="spec.resources.gpus must be a non-negative whole number of GPUs per pod"
+	// +optional
+	GPUs *int32 `json:"gpus,omitempty"`
+
+	// CPU per pod.
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// Memory per pod.
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+}
+
+// WeightsSpec is where the model weights come from.
+type WeightsSpec struct {
+	// Source is pvc://<claim>/<path>, hf://<repo> or s3://<bucket>/<path>.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(pvc|hf|s3)://.+')",message="spec.weights.source must start with pvc://, hf:// or s3://, e.g. pvc://model-cache/qwen3"
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Source string `json:"source,omitempty"`
+
+	// SharedMemory sizes /dev/shm (an in-memory emptyDir) for the engine's collectives.
+	// +optional
+	SharedMemory *resource.Quantity `json:"sharedMemory,omitempty"`
+}
+
+// ReadinessSpec says when a pod serves.
+type ReadinessSpec struct {
+	// Path is the HTTP path of the readiness and startup probes.
+	// +kubebuilder:default="/health"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="spec.readiness.path must be an HTTP path starting with /"
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// StartupTimeout is how long a pod may take to load its weights before it is restarted.
+	// +kubebuilder:default="20m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="spec.readiness.startupTimeout must be a positive duration such as 20m or 1h30m"
+	// +optional
+	StartupTimeout *metav1.Duration `json:"startupTimeout,omitempty"`
+}
+
+// RolloutSpec says how groups move to a new revision. Counts are groups, not pods.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxSurge) || !has(self.maxUnavailable) || !((type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%') && (type(self.maxUnavailable) == int ? self.maxUnavailable == 0 : self.maxUnavailable == '0%'))",message="spec.rollout.maxSurge and spec.rollout.maxUnavailable cannot both be 0: the rollout could never replace a group; set maxUnavailable: 1 (no spare GPUs) or maxSurge: 1 (one spare group)"
+// +kubebuilder:validation:XValidation:rule="!has(self.strategy) || self.strategy != 'Recreate' || !has(self.maxSurge) || (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%')",message="spec.rollout.maxSurge must be 0 with strategy Recreate, which stops the old groups before starting new ones"
+type RolloutSpec struct {
+	// Strategy is RollingUpdate (default) or Recreate.
+	// +kubebuilder:default=RollingUpdate
+	// +optional
+	Strategy RolloutStrategyType `json:"strategy,omitempty"`
+
+	// MaxSurge is how many groups may exist above replicas during a rollout: a number or a percentage.
+	// A surge needs a whole spare group of GPUs.
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="spec.rollout.maxSurge must be a non-negative number of groups or a percentage such as 25%"
+	// +optional
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+
+	// MaxUnavailable is how many groups may be unavailable during a rollout: a number or a percentage.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="spec.rollout.maxUnavailable must be a non-negative number of groups or a percentage such as 25%"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// Partition holds a canary: only groups with an index >= partition move to the new revision.
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:XValidation:rule="self >= 0",message="spec.rollout.partition must be 0 or more: groups with an index >= partition get the new revision"
+	// +optional
+	Partition *int32 `json:"partition,omitempty"`
+
+	// Paused freezes template propagation: scaling still works, new revisions wait.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// ProgressDeadline is how long a rollout may make no progress before Progressing turns False
+	// with reason ProgressDeadlineExceeded.
+	// +kubebuilder:default="30m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="spec.rollout.progressDeadline must be a positive duration such as 30m or 1h"
+	// +optional
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+}
+
+// RestartSpec is a declarative restart.
+type RestartSpec struct {
+	// ID identifies a restart request; any new value restarts every group, e.g. a timestamp.
+	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="spec.restart.id must not be empty: set a new value, such as the current time, to restart every group"
+	// +kubebuilder:validation:MaxLength=253
+	ID string `json:"id"`
+}
+
+// SchedulingSpec places the pods of every group.
+type SchedulingSpec struct {
+	// SchedulerName is the scheduler for the pods (e.g. a gang scheduler).
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// NodeSelector is added to every pod.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations are added to every pod.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// PriorityClassName is the pods' priority class.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// ExclusiveTopology is a node label key (e.g. topology.kubernetes.io/zone or a rack label):
+	// each group then gets a topology domain of its own (LWS exclusive placement).
+	// +optional
+	ExclusiveTopology string `json:"exclusiveTopology,omitempty"`
+}
+
+// Phase is the one-word summary of a ModelServing.
+// +kubebuilder:validation:Enum=Pending;Progressing;Ready;Degraded;Failed
+type Phase string
+
+const (
+	PhasePending     Phase = "Pending"
+	PhaseProgressing Phase = "Progressing"
+	PhaseReady       Phase = "Ready"
+	PhaseDegraded    Phase = "Degraded"
+	PhaseFailed      Phase = "Failed"
+)
+
+// ModelServingStatus is what the operator observed.
+type ModelServingStatus struct {
+	// ObservedGeneration is the generation of the spec the last successful pass acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are Available, Progressing and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// Phase summarises the conditions in one word.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// Replicas is the number of groups that exist, surge groups included.
+	// +optional
+	Replicas int32 `json:"replicas"`
+
+	// ReadyReplicas is the number of groups whose every pod is ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+
+	// UpdatedReplicas is the number of groups on the update revision.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+
+	// ReadyGroups is "ready/desired" for display, e.g. 1/2.
+	// +optional
+	ReadyGroups string `json:"readyGroups,omitempty"`
+
+	// Selector selects the pods of every group (for the scale subresource and autoscalers).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// CurrentRevision is the revision every group ran when the last rollout completed.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+
+	// UpdateRevision is the revision of the current spec.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+
+	// CollisionCount counts hash collisions of revision names.
+	// +optional
+	CollisionCount *int32 `json:"collisionCount,omitempty"`
+
+	// LastProgressTime is when the rollout last made progress: a group created, updated or ready.
+	// ProgressDeadline counts from here.
+	// +optional
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+
+	// RestartID is the last spec.restart.id carried out on every group.
+	// +optional
+	RestartID string `json:"restartID,omitempty"`
+
+	// Groups is the readiness of each group, lowest index first, at most MaxStatusGroups entries.
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=map
+	// +listMapKey=index
+	// +optional
+	Groups []GroupStatus `json:"groups,omitempty"`
+
+	// Endpoint is the in-cluster address of the leaders: <service>.<namespace>.svc:<port>.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// MaxStatusGroups bounds status.groups so a large serving keeps a small object.
+const MaxStatusGroups = 128
+
+// GroupStatus is the readiness of one group.
+type GroupStatus struct {
+	// Index is the group's ordinal.
+	Index int32 `json:"index"`
+	// Revision is the revision the group runs.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Ready is true when every pod of the group is ready.
+	Ready bool `json:"ready"`
+	// ReadyPods counts the ready pods of the group.
+	ReadyPods int32 `json:"readyPods"`
+	// Size is the number of pods the group should have.
+	Size int32 `json:"size"`
+	// Reason says why the group is not ready, e.g. "worker 1: Insufficient nvidia.com/gpu".
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}

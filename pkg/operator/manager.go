@@ -1,0 +1,174 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+)
+
+// LWS hosting modes.
+const (
+	LWSExternal = "external" // LWS is installed in the cluster
+	LWSEmbedded = "embedded" // this manager hosts the upstream LWS reconcilers and webhooks
+	LWSAuto     = "auto"     // embedded when no LWS controller is present
+)
+
+// Options configure the operator's manager. The cobra command binds its flags to these fields.
+type Options struct {
+	MetricsAddr             string
+	ProbeAddr               string
+	LeaderElect             bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	// Namespace, when set, restricts the operator to one namespace.
+	Namespace    string
+	HistoryLimit int
+	// LWS is external, embedded or auto.
+	LWS     string
+	Webhook WebhookOptions
+	// Metrics registry; controller-runtime's global registry when nil.
+	Registry crmetrics.RegistererGatherer
+	// SkipNameValidation allows several managers in one process (tests).
+	SkipNameValidation bool
+}
+
+// DefaultOptions are the defaults of `kubectl llm operator`.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:      ":8080",
+		ProbeAddr:        ":8081",
+		LeaderElect:      true,
+		LeaderElectionID: "kubectl-llm-operator",
+		HistoryLimit:     DefaultHistoryLimit,
+		LWS:              LWSAuto,
+		Webhook:          DefaultWebhookOptions(),
+	}
+}
+
+// Scheme is the scheme the operator works with.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, lwsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // static registration: cannot fail
+		}
+	}
+	return s
+}
+
+// servingPods selects the pods the cache holds: only those of servings, never every pod.
+func servingPods() labels.Selector {
+	req, err := labels.NewRequirement(v1.LabelName, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}
+
+// NewManager builds the manager with the ModelServing reconciler and, when asked or needed,
+// the embedded LWS reconcilers and webhooks.
+func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
+	mode, err := resolveLWSMode(ctx, cfg, opts.LWS)
+	if err != nil {
+		return nil, err
+	}
+	ctrl.Log.WithName("setup").Info("LeaderWorkerSet hosting", "mode", mode)
+
+	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: servingPods()}}}
+	if mode == LWSEmbedded {
+		// LWS needs every pod it made, which all carry its set-name label; ours carry both.
+		req, _ := labels.NewRequirement(lwsv1.SetNameLabelKey, selection.Exists, nil)
+		cacheOpts.ByObject[&corev1.Pod{}] = cache.ByObject{Label: labels.NewSelector().Add(*req)}
+	}
+	if opts.Namespace != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+	}
+	mopts := ctrl.Options{
+		Scheme:                        Scheme(),
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.ProbeAddr,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptrTo(15 * time.Second),
+	}
+	if opts.SkipNameValidation {
+		mopts.Controller.SkipNameValidation = ptrTo(true)
+	}
+	var certs *webhookCerts
+	if mode == LWSEmbedded {
+		certs, err = prepareWebhookCerts(opts.Webhook)
+		if err != nil {
+			return nil, err
+		}
+		mopts.WebhookServer = webhook.NewServer(webhook.Options{
+			Host: opts.Webhook.BindHost, Port: opts.Webhook.Port, CertDir: certs.dir,
+		})
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = crmetrics.Registry
+	}
+	metrics, err := NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	r := &Reconciler{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("kubectl-llm"),
+		Clock: clock.RealClock{}, HistoryLimit: opts.HistoryLimit, Metrics: metrics,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up the ModelServing controller: %w", err)
+	}
+	if mode == LWSEmbedded {
+		if err := setupEmbeddedLWS(mgr, opts.Webhook, certs); err != nil {
+			return nil, err
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	ready := healthz.Ping
+	if mode == LWSEmbedded {
+		ready = func(req *http.Request) error { return mgr.GetWebhookServer().StartedChecker()(req) }
+	}
+	if err := mgr.AddReadyzCheck("ready", ready); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Run builds the manager and runs it until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	mgr, err := NewManager(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,294 @@
+// Package status is the one place that decides readiness and rollout progress of a ModelServing:
+// the state and reason of each pod, the readiness of each group, the counts, conditions and phase
+// of the serving, and whether a rollout is done. It is pure (no clients, no clock: callers pass
+// the time) and is shared by the operator's status, `rollout status`, `describe` and the live view.
+// It imports only the API packages.
+package status
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+)
+
+// PodState is what a pod is doing, in the words a person debugging a serving would use.
+type PodState string
+
+const (
+	PodReady       PodState = "Ready"
+	PodLoading     PodState = "Loading"     // running, not ready yet: weights loading or engine starting
+	PodPending     PodState = "Pending"     // not scheduled yet
+	PodStarting    PodState = "Starting"    // scheduled, containers not running yet (pulling, creating)
+	PodFailing     PodState = "Failing"     // CrashLoopBackOff, OOMKilled, image pull errors, Failed phase
+	PodTerminating PodState = "Terminating" // deletion requested
+	PodMissing     PodState = "Missing"     // expected in the group but does not exist
+)
+
+// Pod is one pod of a group as the views show it.
+type Pod struct {
+	Name        string
+	WorkerIndex int // 0 is the leader
+	State       PodState
+	Reason      string // why it is not ready; empty when ready
+	Node        string
+	Revision    string
+	RestartID   string // the restart id the pod was created for
+	Restarts    int32
+}
+
+// Leader reports whether the pod is the group's leader.
+func (p Pod) Leader() bool { return p.WorkerIndex == 0 }
+
+// Role is "leader" or "worker N".
+func (p Pod) Role() string {
+	if p.Leader() {
+		return "leader"
+	}
+	return "worker " + strconv.Itoa(p.WorkerIndex)
+}
+
+// LongTerminating is how long a pod may take to terminate before the views call it stuck.
+const LongTerminating = 2 * time.Minute
+
+// insufficientGPU is the scheduler's wording for a group that cannot get GPUs.
+const insufficientGPU = "Insufficient nvidia.com/gpu"
+
+// ClassifyPod decides the state of one pod and, when it is not ready, why.
+func ClassifyPod(pod *corev1.Pod, now time.Time) (PodState, string) {
+	if pod.DeletionTimestamp != nil {
+		d := now.Sub(pod.DeletionTimestamp.Time).Round(time.Second)
+		if d >= LongTerminating {
+			return PodTerminating, fmt.Sprintf("Terminating for %s (finalizers or an unreachable node?)", d)
+		}
+		return PodTerminating, "Terminating"
+	}
+	switch pod.Status.Phase {
+	case corev1.PodFailed:
+		return PodFailing, firstNonEmpty(pod.Status.Reason, "Failed") + messageSuffix(pod.Status.Message)
+	case corev1.PodSucceeded:
+		return PodFailing, "Completed: the engine exited"
+	}
+	if c := podCondition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse {
+		return PodPending, unschedulableReason(c)
+	}
+	if reason, failing := containerProblem(pod); failing {
+		return PodFailing, reason
+	}
+	if c := podCondition(pod, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue {
+		return PodReady, ""
+	}
+	if pod.Status.Phase == corev1.PodRunning {
+		return PodLoading, loadingReason(pod, now)
+	}
+	if reason := waitingReason(pod); reason != "" {
+		return PodStarting, reason
+	}
+	if pod.Spec.NodeName == "" {
+		return PodPending, "waiting to be scheduled"
+	}
+	return PodStarting, "ContainerCreating"
+}
+
+func unschedulableReason(c *corev1.PodCondition) string {
+	msg := strings.TrimSpace(c.Message)
+	if strings.Contains(msg, insufficientGPU) {
+		return "FailedScheduling: " + insufficientGPU + " (" + msg + ")"
+	}
+	if msg == "" {
+		return "FailedScheduling: " + firstNonEmpty(c.Reason, "Unschedulable")
+	}
+	return "FailedScheduling: " + msg
+}
+
+// containerProblem finds a container that keeps failing: the reasons a person must act on.
+func containerProblem(pod *corev1.Pod) (string, bool) {
+	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		if w := cs.State.Waiting; w != nil {
+			switch w.Reason {
+			case "CrashLoopBackOff":
+				return fmt.Sprintf("CrashLoopBackOff: container %s restarted %d times%s", cs.Name, cs.RestartCount, lastExit(cs)), true
+			case "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull":
+				return w.Reason + ": " + firstNonEmpty(w.Message, "cannot pull "+cs.Image), true
+			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+				return w.Reason + messageSuffix(w.Message), true
+			}
+		}
+		if t := cs.State.Terminated; t != nil && t.Reason == "OOMKilled" {
+			return fmt.Sprintf("OOMKilled: container %s ran out of memory (exit %d)", cs.Name, t.ExitCode), true
+		}
+		if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" && !cs.Ready {
+			return fmt.Sprintf("OOMKilled: container %s ran out of memory and restarted %d times", cs.Name, cs.RestartCount), true
+		}
+	}
+	return "", false
+}
+
+func lastExit(cs corev1.ContainerStatus) string {
+	t := cs.LastTerminationState.Terminated
+	if t == nil {
+		return ""
+	}
+	s := fmt.Sprintf(", last exit %d", t.ExitCode)
+	if t.Reason != "" {
+		s += " (" + t.Reason + ")"
+	}
+	return s
+}
+
+func waitingReason(pod *corev1.Pod) string {
+	for _, cs := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			return w.Reason + messageSuffix(w.Message)
+		}
+	}
+	return ""
+}
+
+func loadingReason(pod *corev1.Pod, now time.Time) string {
+	started := pod.CreationTimestamp.Time
+	if pod.Status.StartTime != nil {
+		started = pod.Status.StartTime.Time
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if r := cs.State.Running; r != nil && !r.StartedAt.IsZero() && r.StartedAt.After(started) {
+			started = r.StartedAt.Time
+		}
+	}
+	d := now.Sub(started).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	return fmt.Sprintf("not ready: loading weights / starting for %s", d)
+}
+
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func messageSuffix(msg string) string {
+	if msg = strings.TrimSpace(msg); msg == "" {
+		return ""
+	}
+	return ": " + msg
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// Group is one leader and its workers.
+type Group struct {
+	Index     int
+	Revision  string // the leader's revision; "" when the leader does not exist
+	Size      int
+	Pods      []Pod // leader first, then workers by index; missing pods included
+	ReadyPods int
+	Surge     bool // index >= desired replicas: a surge group during a rollout
+}
+
+// Ready reports whether every pod of the group is ready.
+func (g Group) Ready() bool { return g.ReadyPods == g.Size && len(g.Pods) == g.Size }
+
+// Updated reports whether every existing pod of the group runs the given revision and was
+// created for the given restart id (empty when the serving was never restarted).
+func (g Group) Updated(revision, restartID string) bool {
+	if revision == "" || g.Revision != revision {
+		return false
+	}
+	for _, p := range g.Pods {
+		if p.State != PodMissing && (p.Revision != revision || p.RestartID != restartID) {
+			return false
+		}
+	}
+	return true
+}
+
+// Reason is why the group is not ready: its first unready pod's reason with the pod's role.
+func (g Group) Reason() string {
+	for _, p := range g.Pods {
+		if p.State != PodReady {
+			return p.Role() + ": " + p.Reason
+		}
+	}
+	return ""
+}
+
+// BuildGroups sorts the pods of one serving into groups by the LWS group and worker index labels.
+// desired is spec.replicas and size spec.groupSize: groups below desired always appear (with missing
+// pods), groups above it only when they have pods (surge groups).
+func BuildGroups(pods []corev1.Pod, desired, size int, now time.Time) []Group {
+	byGroup := map[int]map[int]Pod{}
+	maxIndex := desired - 1
+	for i := range pods {
+		pod := &pods[i]
+		gi, err1 := strconv.Atoi(pod.Labels[lwsv1.GroupIndexLabelKey])
+		wi, err2 := strconv.Atoi(pod.Labels[lwsv1.WorkerIndexLabelKey])
+		if err1 != nil || err2 != nil {
+			continue // not (yet) labelled by the LWS webhook: not a group member we can place
+		}
+		state, reason := ClassifyPod(pod, now)
+		p := Pod{Name: pod.Name, WorkerIndex: wi, State: state, Reason: reason, Node: pod.Spec.NodeName,
+			Revision: pod.Labels[v1.LabelRevision], RestartID: pod.Annotations[v1.AnnotationRestartID], Restarts: restarts(pod)}
+		if byGroup[gi] == nil {
+			byGroup[gi] = map[int]Pod{}
+		}
+		if old, ok := byGroup[gi][wi]; ok && old.State != PodTerminating && state == PodTerminating {
+			continue // a replacement exists: show it, not the pod on its way out
+		}
+		byGroup[gi][wi] = p
+		if gi > maxIndex {
+			maxIndex = gi
+		}
+	}
+	groups := make([]Group, 0, maxIndex+1)
+	for gi := 0; gi <= maxIndex; gi++ {
+		members, exists := byGroup[gi]
+		if gi >= desired && !exists {
+			continue
+		}
+		g := Group{Index: gi, Size: size, Surge: gi >= desired}
+		for wi := 0; wi < size; wi++ {
+			p, ok := members[wi]
+			if !ok {
+				p = Pod{WorkerIndex: wi, State: PodMissing, Reason: "not created yet"}
+				if wi > 0 && members[0].State != PodReady && members[0].State != "" {
+					p.Reason = "not created yet (workers follow the leader)"
+				}
+			}
+			if p.State == PodReady {
+				g.ReadyPods++
+			}
+			g.Pods = append(g.Pods, p)
+		}
+		if leader, ok := members[0]; ok {
+			g.Revision = leader.Revision
+		}
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+func restarts(pod *corev1.Pod) int32 {
+	var n int32
+	for _, cs := range pod.Status.ContainerStatuses {
+		n += cs.RestartCount
+	}
+	return n
+}

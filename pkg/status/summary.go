@@ -1,0 +1,293 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+)
+
+// Input is everything the summary is computed from.
+type Input struct {
+	Serving *v1.ModelServing
+	// LWS is the serving's LeaderWorkerSet; nil when it does not exist (yet).
+	LWS *lwsv1.LeaderWorkerSet
+	// Pods are the pods of the serving (any revision).
+	Pods []corev1.Pod
+	// UpdateRevision is the revision of the current spec.
+	UpdateRevision string
+	// TemplateRevision is the revision whose template the LWS carries: the update revision unless
+	// the rollout is paused or a Recreate is stopping the old groups.
+	TemplateRevision string
+	// SpecError, when set, is why the operator cannot serve the spec (a terminal error).
+	SpecError error
+	Now       time.Time
+}
+
+// Summary is the state of a serving, as every view shows it.
+type Summary struct {
+	Desired  int32 // spec.replicas
+	Replicas int32 // groups that exist, surge included
+	Ready    int32 // groups whose every pod is ready
+	Updated  int32 // groups on the update revision (and restart id)
+	// MaxUnavailable is spec.rollout.maxUnavailable resolved against Desired.
+	MaxUnavailable int32
+	Groups         []Group
+	// Done is true when there is nothing left to wait for: the rollout completed, or a canary
+	// reached its partition. RolloutStatus reads the same from a stored status.
+	Done bool
+	// RestartDone is true when every group runs the current restart id.
+	RestartDone bool
+	// Progressed is true when the counts moved since the stored status (or the revision changed).
+	Progressed bool
+	Phase      v1.Phase
+	Available  metav1.Condition
+	Progress   metav1.Condition
+	Degraded   metav1.Condition
+}
+
+// Conditions are the three conditions, in a stable order.
+func (s Summary) Conditions() []metav1.Condition {
+	return []metav1.Condition{s.Available, s.Progress, s.Degraded}
+}
+
+// Summarize computes the summary of a serving from what the operator (or a view) observed.
+func Summarize(in Input) Summary {
+	ms := in.Serving
+	spec := ms.Spec
+	desired := ptrOr(spec.Replicas, 1)
+	size := int(spec.GroupSize)
+	if size < 1 {
+		size = 1
+	}
+	restartID := ""
+	if spec.Restart != nil {
+		restartID = spec.Restart.ID
+	}
+	s := Summary{Desired: desired, Groups: BuildGroups(in.Pods, int(desired), size, in.Now)}
+	for _, g := range s.Groups {
+		if g.Revision == "" && g.ReadyPods == 0 && allMissing(g) {
+			continue // a desired group that does not exist yet
+		}
+		s.Replicas++
+		if g.Ready() {
+			s.Ready++
+		}
+		if !g.Surge && g.Updated(in.UpdateRevision, restartID) {
+			s.Updated++
+		}
+	}
+	s.MaxUnavailable = ResolveMaxUnavailable(spec.Rollout, desired)
+	partition := ptrOr(spec.Rollout.Partition, 0)
+	if partition > desired {
+		partition = desired
+	}
+
+	lwsCurrent := in.LWS != nil && in.LWS.Status.ObservedGeneration >= in.LWS.Generation
+	allUpdated := s.Updated == desired
+	settled := s.Replicas == desired && s.Ready == desired
+	canaryHeld := partition > 0 && !allUpdated && updatedFrom(s.Groups, int(partition), in.UpdateRevision, restartID) &&
+		readyFrom(s.Groups, int(partition)) && s.Replicas == desired
+	paused := spec.Rollout.Paused && in.TemplateRevision != in.UpdateRevision
+	s.RestartDone = restartID == "" || (allUpdated && settled)
+	s.Done = in.SpecError == nil && lwsCurrent && !paused && ((allUpdated && settled) || canaryHeld)
+
+	prev := ms.Status
+	s.Progressed = prev.UpdateRevision != in.UpdateRevision || prev.Replicas != s.Replicas ||
+		prev.ReadyReplicas != s.Ready || prev.UpdatedReplicas != s.Updated
+	deadline := 30 * time.Minute
+	if spec.Rollout.ProgressDeadline != nil {
+		deadline = spec.Rollout.ProgressDeadline.Duration
+	}
+	stalled := !s.Done && !paused && !s.Progressed && prev.LastProgressTime != nil &&
+		in.Now.Sub(prev.LastProgressTime.Time) > deadline
+
+	s.Available = availableCondition(s)
+	s.Degraded = degradedCondition(s, in)
+	s.Progress = progressingCondition(s, in, paused, canaryHeld, stalled, deadline, partition)
+	s.Phase = phase(s, in)
+	return s
+}
+
+// ResolveMaxUnavailable turns spec.rollout.maxUnavailable into groups, rounding down like LWS, and
+// never 0 when maxSurge is 0 too (LWS then moves one group at a time).
+func ResolveMaxUnavailable(r v1.RolloutSpec, desired int32) int32 {
+	mu := scaled(r.MaxUnavailable, 1, desired, false)
+	if mu == 0 && scaled(r.MaxSurge, 0, desired, true) == 0 {
+		mu = 1
+	}
+	return mu
+}
+
+// ResolveMaxSurge turns spec.rollout.maxSurge into groups, rounding up like LWS.
+func ResolveMaxSurge(r v1.RolloutSpec, desired int32) int32 {
+	return scaled(r.MaxSurge, 0, desired, true)
+}
+
+func scaled(v *intstr.IntOrString, def int, desired int32, roundUp bool) int32 {
+	x := intstr.FromInt(def)
+	if v != nil {
+		x = *v
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&x, int(desired), roundUp)
+	if err != nil || n < 0 {
+		return int32(def)
+	}
+	return int32(n)
+}
+
+func availableCondition(s Summary) metav1.Condition {
+	c := metav1.Condition{Type: v1.ConditionAvailable}
+	switch {
+	case s.Desired == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1.ReasonNoGroups, "no groups desired"
+	case s.Ready >= s.Desired-s.MaxUnavailable && s.Ready > 0:
+		c.Status, c.Reason = metav1.ConditionTrue, v1.ReasonGroupsAvailable
+		c.Message = fmt.Sprintf("%d of %d groups ready (at most %d may be unavailable)", s.Ready, s.Desired, s.MaxUnavailable)
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, v1.ReasonGroupsUnavailable
+		c.Message = fmt.Sprintf("%d of %d groups ready, fewer than the %d required", s.Ready, s.Desired, max(s.Desired-s.MaxUnavailable, 1))
+	}
+	return c
+}
+
+func degradedCondition(s Summary, in Input) metav1.Condition {
+	c := metav1.Condition{Type: v1.ConditionDegraded, Status: metav1.ConditionTrue}
+	if in.SpecError != nil {
+		c.Reason, c.Message = v1.ReasonInvalidSpec, in.SpecError.Error()
+		return c
+	}
+	var gpu, unsched, failing []string
+	for _, g := range s.Groups {
+		for _, p := range g.Pods {
+			where := fmt.Sprintf("group %d %s", g.Index, p.Role())
+			switch {
+			case p.State == PodPending && strings.Contains(p.Reason, insufficientGPU):
+				gpu = append(gpu, where)
+			case p.State == PodPending && strings.HasPrefix(p.Reason, "FailedScheduling"):
+				unsched = append(unsched, where+": "+strings.TrimPrefix(p.Reason, "FailedScheduling: "))
+			case p.State == PodFailing:
+				failing = append(failing, where+": "+p.Reason)
+			}
+		}
+	}
+	switch {
+	case len(gpu) > 0:
+		c.Reason = v1.ReasonInsufficientGPU
+		c.Message = fmt.Sprintf("%s cannot be scheduled: %s; free GPUs or lower spec.rollout.maxSurge", listShort(gpu), insufficientGPU)
+	case len(unsched) > 0:
+		c.Reason, c.Message = v1.ReasonUnschedulable, "cannot be scheduled: "+listShort(unsched)
+	case len(failing) > 0:
+		c.Reason, c.Message = v1.ReasonGroupsFailing, listShort(failing)
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1.ReasonAsExpected, "no group is failing"
+	}
+	return c
+}
+
+func progressingCondition(s Summary, in Input, paused, canaryHeld, stalled bool, deadline time.Duration, partition int32) metav1.Condition {
+	c := metav1.Condition{Type: v1.ConditionProgressing, Status: metav1.ConditionTrue}
+	switch {
+	case in.SpecError != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1.ReasonInvalidSpec, "the spec cannot be served: fix it to continue"
+	case paused:
+		c.Status, c.Reason = metav1.ConditionUnknown, v1.ReasonRolloutPaused
+		c.Message = fmt.Sprintf("rollout paused: revision %s waits; resume with kubectl llm rollout resume %s", in.UpdateRevision, in.Serving.Name)
+	case stalled:
+		c.Status, c.Reason = metav1.ConditionFalse, v1.ReasonProgressDeadlineExceeded
+		c.Message = fmt.Sprintf("no progress for more than %s: %s", deadline, progressSentence(s))
+	case canaryHeld:
+		c.Reason = v1.ReasonCanaryHeld
+		c.Message = fmt.Sprintf("canary: groups %d and above run revision %s (%d of %d groups); promote with kubectl llm canary promote %s",
+			partition, in.UpdateRevision, s.Updated, s.Desired, in.Serving.Name)
+	case s.Done:
+		c.Reason = v1.ReasonRolloutComplete
+		c.Message = fmt.Sprintf("%d of %d groups ready on revision %s", s.Ready, s.Desired, in.UpdateRevision)
+	case s.Updated < s.Desired && s.Replicas > 0 && in.Serving.Status.UpdateRevision != "" && !restartOnly(in):
+		c.Reason, c.Message = v1.ReasonRollingOut, progressSentence(s)
+	case s.Updated < s.Desired && s.Replicas > 0 && restartOnly(in):
+		c.Reason, c.Message = v1.ReasonRestarting, progressSentence(s)
+	default:
+		c.Reason, c.Message = v1.ReasonScaling, progressSentence(s)
+	}
+	return c
+}
+
+// restartOnly is true when the groups wait for a new restart id, not for a new revision.
+func restartOnly(in Input) bool {
+	return in.Serving.Spec.Restart != nil && in.Serving.Status.RestartID != in.Serving.Spec.Restart.ID &&
+		in.Serving.Status.CurrentRevision == in.UpdateRevision
+}
+
+func progressSentence(s Summary) string {
+	msg := fmt.Sprintf("%d of %d groups updated, %d of %d ready", s.Updated, s.Desired, s.Ready, s.Desired)
+	if extra := s.Replicas - s.Desired; extra > 0 {
+		msg += fmt.Sprintf(", %d surge group(s)", extra)
+	}
+	return msg
+}
+
+func phase(s Summary, in Input) v1.Phase {
+	switch {
+	case in.SpecError != nil:
+		return v1.PhaseFailed
+	case s.Degraded.Status == metav1.ConditionTrue:
+		return v1.PhaseDegraded
+	case s.Progress.Reason == v1.ReasonProgressDeadlineExceeded:
+		return v1.PhaseDegraded
+	case s.Done && s.Progress.Reason == v1.ReasonRolloutComplete:
+		return v1.PhaseReady
+	case s.Ready == 0 && s.Desired > 0:
+		return v1.PhasePending
+	default:
+		return v1.PhaseProgressing
+	}
+}
+
+func updatedFrom(groups []Group, from int, revision, restartID string) bool {
+	for _, g := range groups {
+		if !g.Surge && g.Index >= from && !g.Updated(revision, restartID) {
+			return false
+		}
+	}
+	return true
+}
+
+func readyFrom(groups []Group, from int) bool {
+	for _, g := range groups {
+		if g.Index >= from && !g.Ready() {
+			return false
+		}
+	}
+	return true
+}
+
+func allMissing(g Group) bool {
+	for _, p := range g.Pods {
+		if p.State != PodMissing {
+			return false
+		}
+	}
+	return true
+}
+
+func listShort(items []string) string {
+	const show = 3
+	if len(items) <= show {
+		return strings.Join(items, "; ")
+	}
+	return strings.Join(items[:show], "; ") + fmt.Sprintf("; and %d more", len(items)-show)
+}
+
+func ptrOr(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
