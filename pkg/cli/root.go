@@ -9,15 +9,23 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
+
+// ExitCoder is an error that carries its own process exit code.
+type ExitCoder interface {
+	error
+	ExitCode() int
+}
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
-	cmd := NewRootCommand(in, out, errOut)
+	cmd := NewRootCommand(genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut})
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintln(errOut, "error:", err)
-		var ec interface{ ExitCode() int }
+		var ec ExitCoder
 		if errors.As(err, &ec) {
 			return ec.ExitCode()
 		}
@@ -26,8 +34,14 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	return 0
 }
 
+// RootOptions are shared by every command: the kubectl connection flags and the streams.
+type RootOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	Streams     genericiooptions.IOStreams
+}
+
 // NewRootCommand builds the kubectl llm command tree.
-func NewRootCommand(in io.Reader, out, errOut io.Writer) *cobra.Command {
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kubectl-llm",
 		Short:         "Deploy, roll out and watch LLM model servings on LeaderWorkerSet groups",
@@ -35,9 +49,12 @@ func NewRootCommand(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl llm"},
 	}
-	root.SetIn(in)
-	root.SetOut(out)
-	root.SetErr(errOut)
-	root.AddCommand(newVersionCommand(out))
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	o := &RootOptions{ConfigFlags: genericclioptions.NewConfigFlags(true), Streams: streams}
+	o.ConfigFlags.AddFlags(root.PersistentFlags())
+	root.AddCommand(newVersionCommand(o))
+	root.AddCommand(newOperatorCommand(o))
 	return root
 }

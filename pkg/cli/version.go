@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 )
@@ -14,13 +13,13 @@ var (
 	date    = "unknown"
 )
 
-func newVersionCommand(out io.Writer) *cobra.Command {
+func newVersionCommand(o *RootOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the client version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(out, "Client Version: %s (commit %s, built %s)\n", version, commit, date)
+			_, err := fmt.Fprintf(o.Streams.Out, "Client Version: %s (commit %s, built %s)\n", version, commit, date)
 			return err
 		},
 	}

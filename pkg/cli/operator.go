@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+)
+
+// OperatorOptions run the reconcilers, in-cluster or against the current kubeconfig.
+type OperatorOptions struct {
+	*RootOptions
+	Manager operator.Options
+	Log     zap.Options
+
+	config    *rest.Config
+	inCluster bool
+}
+
+func newOperatorCommand(root *RootOptions) *cobra.Command {
+	o := &OperatorOptions{RootOptions: root, Manager: operator.DefaultOptions(), Log: zap.Options{Development: false}}
+	cmd := &cobra.Command{
+		Use:   "operator",
+		Short: "Run the ModelServing reconcilers (in-cluster, or against the current kubeconfig)",
+		Long: `Run the ModelServing operator: the same reconcilers that run in-cluster after
+"kubectl llm install", here against the cluster of the current kubeconfig (or the pod's service
+account when run in a pod).
+
+With --lws=embedded (or auto, when no LWS controller is installed) it also hosts the upstream
+LeaderWorkerSet reconcilers and webhooks. Outside the cluster the webhooks listen on 127.0.0.1 and
+the API server must reach that address (true for the simulated cluster).`,
+		Example: `  # against the current context, hosting LWS when the cluster has none
+  kubectl llm operator --leader-elect=false
+
+  # against the simulated cluster
+  kubectl llm operator --kubeconfig .sim/kubeconfig --lws=embedded --leader-elect=false`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	m := &o.Manager
+	f.StringVar(&m.MetricsAddr, "metrics-bind-address", m.MetricsAddr, `Address of the metrics endpoint ("0" turns it off)`)
+	f.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, `Address of /healthz and /readyz ("0" turns them off)`)
+	f.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "Elect a leader on a Lease so only one operator acts")
+	f.StringVar(&m.LeaderElectionID, "leader-election-id", m.LeaderElectionID, "Name of the leader election Lease")
+	f.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "Namespace of the Lease (default: the pod's namespace in-cluster, default outside)")
+	f.StringVar(&m.Namespace, "watch-namespace", m.Namespace, "Only reconcile servings in this namespace (default: all)")
+	f.IntVar(&m.HistoryLimit, "revision-history-limit", m.HistoryLimit, "ControllerRevisions kept per serving")
+	f.StringVar(&m.LWS, "lws", m.LWS, "LeaderWorkerSet hosting: external (installed in the cluster), embedded (hosted here), auto (embedded when none is installed)")
+	f.IntVar(&m.Webhook.Port, "webhook-port", m.Webhook.Port, "Port of the embedded LWS webhooks")
+	f.StringVar(&m.Webhook.BindHost, "webhook-bind-address", "", "Address the embedded LWS webhooks listen on (default: 127.0.0.1 outside the cluster, all inside)")
+	f.StringVar(&m.Webhook.URLHost, "webhook-url-host", "", "Host the API server calls the webhooks at (default: 127.0.0.1 outside the cluster; the Service inside)")
+	f.StringVar(&m.Webhook.ServiceName, "webhook-service", m.Webhook.ServiceName, "Service in front of the webhooks (in-cluster)")
+	f.StringVar(&m.Webhook.ServiceNamespace, "webhook-service-namespace", m.Webhook.ServiceNamespace, "Namespace of that Service")
+	f.StringVar(&m.Webhook.CertDir, "webhook-cert-dir", "", "Directory with tls.crt, tls.key and ca.crt; generated when they are missing")
+	gofs := flag.NewFlagSet("log", flag.ContinueOnError)
+	o.Log.BindFlags(gofs)
+	f.AddGoFlagSet(gofs)
+	return cmd
+}
+
+// Complete resolves the REST config and the defaults that depend on where the operator runs.
+func (o *OperatorOptions) Complete() error {
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("no cluster to run against: %w (set --kubeconfig or KUBECONFIG, or run in a pod)", err)
+	}
+	o.config = cfg
+	_, hasSA := os.LookupEnv("KUBERNETES_SERVICE_HOST")
+	o.inCluster = hasSA && (o.ConfigFlags.KubeConfig == nil || *o.ConfigFlags.KubeConfig == "")
+	if !o.inCluster {
+		if o.Manager.Webhook.URLHost == "" {
+			o.Manager.Webhook.URLHost = "127.0.0.1"
+		}
+		if o.Manager.Webhook.BindHost == "" {
+			o.Manager.Webhook.BindHost = "127.0.0.1"
+		}
+		if o.Manager.LeaderElectionNamespace == "" {
+			o.Manager.LeaderElectionNamespace = "default" // no pod namespace to default to
+		}
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *OperatorOptions) Validate() error {
+	switch o.Manager.LWS {
+	case operator.LWSExternal, operator.LWSEmbedded, operator.LWSAuto:
+	default:
+		return fmt.Errorf("--lws must be external, embedded or auto, not %q", o.Manager.LWS)
+	}
+	if o.Manager.HistoryLimit < 1 {
+		return fmt.Errorf("--revision-history-limit must be at least 1, not %d", o.Manager.HistoryLimit)
+	}
+	if p := o.Manager.Webhook.Port; p < 1 || p > 65535 {
+		return fmt.Errorf("--webhook-port must be between 1 and 65535, not %d", p)
+	}
+	return nil
+}
+
+// Run runs the manager until SIGINT or SIGTERM.
+func (o *OperatorOptions) Run(ctx context.Context) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Log), zap.WriteTo(o.Streams.ErrOut)))
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return operator.Run(ctx, o.config, o.Manager)
+}
