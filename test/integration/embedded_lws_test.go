@@ -1,0 +1,196 @@
+// Package integration runs the operator with LeaderWorkerSet embedded (its reconcilers and webhooks
+// hosted in our manager) against a real API server. It has a control plane of its own because the
+// webhook configurations it installs apply to the whole API server.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start control plane:", err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := startEmbedded(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start operator:", err)
+		_ = env.Stop()
+		os.Exit(1)
+	}
+	code := m.Run()
+	cancel()
+	<-done
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop control plane:", err)
+	}
+	os.Exit(code)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startEmbedded runs the operator as `kubectl llm operator --lws=auto` would outside the cluster:
+// the API server has no LWS controller, so auto must pick embedded.
+func startEmbedded(ctx context.Context) (<-chan struct{}, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	opts := operator.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.LeaderElect = false
+	opts.LWS = operator.LWSAuto
+	opts.Registry = prometheus.NewRegistry()
+	opts.Webhook.Port = port
+	opts.Webhook.BindHost, opts.Webhook.URLHost = "127.0.0.1", "127.0.0.1"
+	mgr, err := operator.NewManager(ctx, env.Config, opts)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return done, nil
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last error
+	for time.Since(start) < timeout {
+		ok, err := cond()
+		if ok {
+			return time.Since(start)
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+	return 0
+}
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lws-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func bareLWS(ns, name string) *lwsv1.LeaderWorkerSet {
+	return &lwsv1.LeaderWorkerSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: lwsv1.LeaderWorkerSetSpec{
+			Replicas:      ptr.To[int32](1),
+			StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
+			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
+				Size:           ptr.To[int32](2),
+				WorkerTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}},
+			},
+		},
+	}
+}
+
+func TestTheEmbeddedLWSWebhooksDefaultAndValidate(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	lws := bareLWS(ns, "plain")
+	// The webhook server may still be starting: creation is refused until it answers.
+	took := eventually(t, 30*time.Second, "the LWS webhook to answer", func() (bool, error) {
+		err := env.Client.Create(ctx, lws.DeepCopy())
+		return err == nil, err
+	})
+	t.Logf("LWS admission answered %s after the test began", took)
+	got := &lwsv1.LeaderWorkerSet{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "plain"}, got); err != nil {
+		t.Fatal(err)
+	}
+	ru := got.Spec.RolloutStrategy.RollingUpdateConfiguration
+	if got.Spec.RolloutStrategy.Type != lwsv1.RollingUpdateStrategyType || ru == nil || ru.MaxUnavailable.IntValue() != 1 ||
+		got.Spec.NetworkConfig == nil || got.Spec.LeaderWorkerTemplate.RestartPolicy != lwsv1.RecreateGroupOnPodRestart {
+		t.Fatalf("the LWS was not defaulted by the LWS webhook: %+v", got.Spec)
+	}
+
+	bad := bareLWS(ns, "bad")
+	bad.Spec.RolloutStrategy = lwsv1.RolloutStrategy{Type: lwsv1.RollingUpdateStrategyType, RollingUpdateConfiguration: &lwsv1.RollingUpdateConfiguration{
+		MaxSurge: intstr.FromInt32(0), MaxUnavailable: intstr.FromInt32(0)}}
+	err := env.Client.Create(ctx, bad)
+	if err == nil || !strings.Contains(err.Error(), "vleaderworkerset.kubectl-llm.dev") {
+		t.Fatalf("an LWS with maxSurge 0 and maxUnavailable 0: got %v, want a refusal by the embedded validating webhook", err)
+	}
+}
+
+func TestAServingGetsItsLeaderStatefulSetFromTheEmbeddedLWS(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ms := &v1.ModelServing{
+		ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: ns},
+		Spec:       v1.ModelServingSpec{Model: "Qwen/Qwen3-0.6B", Replicas: ptr.To[int32](2), GroupSize: 2, Resources: v1.ResourceSpec{GPUs: ptr.To[int32](1)}},
+	}
+	if err := env.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{}
+	took := eventually(t, 60*time.Second, "the leader StatefulSet", func() (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen"}, sts)
+		return err == nil, err
+	})
+	t.Logf("leader StatefulSet made %s after the ModelServing", took)
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 2 {
+		t.Errorf("leader StatefulSet replicas = %v, want 2 (one leader per group)", sts.Spec.Replicas)
+	}
+	tmpl := sts.Spec.Template
+	if tmpl.Labels[v1.LabelName] != "qwen" || tmpl.Labels[lwsv1.SetNameLabelKey] != "qwen" {
+		t.Errorf("leader pod template labels = %v, want ours and LWS's", tmpl.Labels)
+	}
+	if c := tmpl.Spec.Containers[0]; c.Name != operator.EngineContainer || c.ReadinessProbe == nil {
+		t.Errorf("leader pod template lost the engine container: %+v", c)
+	}
+	// The headless Service LWS makes for the group's pod DNS names, next to ours.
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen"}, &corev1.Service{}); err != nil {
+		t.Errorf("LWS headless Service: %v", err)
+	}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: operator.ServiceName("qwen")}, &corev1.Service{}); err != nil {
+		t.Errorf("serving Service: %v", err)
+	}
+}
