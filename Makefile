@@ -16,6 +16,10 @@ build: ## Build bin/kubectl-llm.
 generate: ## Regenerate deepcopy code and the CRD from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+	@mkdir -p config/crd/lws
+	@# The LeaderWorkerSet CRD of the sigs.k8s.io/lws version in go.mod, for embedded LWS hosting.
+	@cp "$$(go list -m -f '{{.Dir}}' sigs.k8s.io/lws)/config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml" config/crd/lws/
+	@chmod u+w config/crd/lws/*.yaml
 
 verify-generated: generate ## Fail when generated files differ from what is committed.
 	@if ! git diff --quiet -- api config || [ -n "$$(git ls-files --others --exclude-standard -- api config)" ]; then \
