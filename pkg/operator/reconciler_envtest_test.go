@@ -31,7 +31,11 @@ import (
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
-var env *testenv.Env
+var (
+	env *testenv.Env
+	// registry holds the metrics of the primary manager.
+	registry = prometheus.NewRegistry()
+)
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
@@ -42,7 +46,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stop, err := startManager(ctx, "primary")
+	stop, err := startManager(ctx, "primary", registry)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start manager:", err)
 		os.Exit(1)
@@ -57,12 +61,12 @@ func TestMain(m *testing.M) {
 }
 
 // startManager runs an operator manager (LWS external: envtest has no LWS controller) until ctx ends.
-func startManager(ctx context.Context, name string) (<-chan struct{}, error) {
+func startManager(ctx context.Context, name string, reg *prometheus.Registry) (<-chan struct{}, error) {
 	opts := operator.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.LeaderElect = false
 	opts.LWS = operator.LWSExternal
-	opts.Registry = prometheus.NewRegistry()
+	opts.Registry = reg
 	opts.SkipNameValidation = true
 	mgr, err := operator.NewManager(ctx, env.Config, opts)
 	if err != nil {
@@ -555,7 +559,7 @@ func TestTwoManagersWithoutLeaderElectionDoNotFlap(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	ctx2, cancel := context.WithCancel(ctx)
-	stop, err := startManager(ctx2, "second")
+	stop, err := startManager(ctx2, "second", prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,5 +578,36 @@ func TestTwoManagersWithoutLeaderElectionDoNotFlap(t *testing.T) {
 		if after[k] != v {
 			t.Errorf("%s resourceVersion moved %s -> %s with two managers and nothing changing", k, v, after[k])
 		}
+	}
+}
+
+func TestMetricsReportGroupsPerServing(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
+		t.Fatal(err)
+	}
+	waitServing(t, ns, "qwen", "convergence", func(ms *v1.ModelServing) bool { return ms.Status.ObservedGeneration == ms.Generation })
+	families, err := registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case labels["namespace"] == ns && m.GetGauge() != nil:
+				found[f.GetName()] = m.GetGauge().GetValue()
+			case f.GetName() == "kubectl_llm_reconcile_duration_seconds":
+				found[f.GetName()] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	if found["kubectl_llm_groups_desired"] != 2 || found["kubectl_llm_groups_ready"] != 0 || found["kubectl_llm_reconcile_duration_seconds"] == 0 {
+		t.Errorf("metrics = %v, want groups_desired 2, groups_ready 0 and reconcile durations observed", found)
 	}
 }
