@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ExitCoder is an error that carries its own process exit code.
@@ -23,7 +25,13 @@ type ExitCoder interface {
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	cmd := NewRootCommand(genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut})
 	cmd.SetArgs(args)
-	if err := cmd.ExecuteContext(context.Background()); err != nil {
+	return Execute(context.Background(), cmd, errOut)
+}
+
+// Execute runs a command tree, prints the error a command returned and turns it into an exit code:
+// 0 ok, 1 error, or the code of an error implementing ExitCoder (see `rollout status`).
+func Execute(ctx context.Context, cmd *cobra.Command, errOut io.Writer) int {
+	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(errOut, "error:", err)
 		var ec ExitCoder
 		if errors.As(err, &ec) {
@@ -34,17 +42,46 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	return 0
 }
 
-// RootOptions are shared by every command: the kubectl connection flags and the streams.
+// RootOptions are shared by every command: the kubectl connection flags, the streams, the clock
+// ages are measured against, and (for tests) a ready client.
 type RootOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	Streams     genericiooptions.IOStreams
+	// Clock is what ages, restart ids and "for 5m" are measured against; tests fix it.
+	Clock clock.PassiveClock
+	// Client, when set, is used instead of one built from ConfigFlags.
+	Client client.WithWatch
+	// NoColor turns colour off; colour is only ever used when Out is a terminal.
+	NoColor bool
+}
+
+// NewRootOptions are the options of a real invocation: flags from the command line, the wall clock.
+func NewRootOptions(streams genericiooptions.IOStreams) *RootOptions {
+	return &RootOptions{ConfigFlags: genericclioptions.NewConfigFlags(true), Streams: streams, Clock: clock.RealClock{}}
 }
 
 // NewRootCommand builds the kubectl llm command tree.
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return NewRootCommandWith(NewRootOptions(streams))
+}
+
+// NewRootCommandWith builds the command tree around the given options (tests fix the clock).
+func NewRootCommandWith(o *RootOptions) *cobra.Command {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.ConfigFlags == nil {
+		o.ConfigFlags = genericclioptions.NewConfigFlags(true)
+	}
+	streams := o.Streams
 	root := &cobra.Command{
-		Use:           "kubectl-llm",
-		Short:         "Deploy, roll out and watch LLM model servings on LeaderWorkerSet groups",
+		Use:   "kubectl-llm",
+		Short: "Deploy, roll out and watch LLM model servings on LeaderWorkerSet groups",
+		Long: `kubectl llm deploys, rolls out and inspects LLM model servings (ModelServing objects) that run
+on LeaderWorkerSet groups: a leader pod and groupSize-1 workers per replica.
+
+Exit codes: 0 success, 1 error, 2 a rollout failed (rollout status: progress deadline exceeded or a
+spec the operator cannot serve), 3 a wait timed out (rollout status --timeout).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl llm"},
@@ -52,9 +89,23 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	o := &RootOptions{ConfigFlags: genericclioptions.NewConfigFlags(true), Streams: streams}
 	o.ConfigFlags.AddFlags(root.PersistentFlags())
-	root.AddCommand(newVersionCommand(o))
-	root.AddCommand(newOperatorCommand(o))
+	root.PersistentFlags().BoolVar(&o.NoColor, "no-color", o.NoColor, "Never colour the output (colour is only used on a terminal)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())
+	})
+	root.AddCommand(
+		newDeployCommand(o),
+		newGetCommand(o),
+		newDescribeCommand(o),
+		newRolloutCommand(o),
+		newSetCommand(o),
+		newScaleCommand(o),
+		newCanaryCommand(o),
+		newRestartCommand(o),
+		newPreflightCommand(o),
+		newVersionCommand(o),
+		newOperatorCommand(o),
+	)
 	return root
 }

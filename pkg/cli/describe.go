@@ -1,0 +1,346 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
+)
+
+// maxEvents bounds the events describe prints: the most recent ones.
+const maxEvents = 20
+
+// DescribeOptions print one serving as a tree: revisions, groups, pods, why each pod is not ready.
+type DescribeOptions struct {
+	*RootOptions
+	Name string
+
+	client    client.WithWatch
+	namespace string
+	colors    colors
+}
+
+func newDescribeCommand(root *RootOptions) *cobra.Command {
+	o := &DescribeOptions{RootOptions: root}
+	return &cobra.Command{
+		Use:     "describe NAME",
+		Aliases: []string{"inspect"},
+		Short:   "Show a serving as a tree of revisions, groups and pods, with why each pod is not ready",
+		Long: `Show one serving: its spec in brief, its conditions, then a tree serving -> revisions -> groups ->
+pods. Every pod that is not ready says why (FailedScheduling: Insufficient nvidia.com/gpu,
+CrashLoopBackOff with the last exit code, OOMKilled, ImagePullBackOff, loading weights for how long,
+Terminating for long), and the recent events of the serving and its pods follow.`,
+		Example:           "  kubectl llm describe qwen\n  kubectl llm inspect qwen -n serving",
+		ValidArgsFunction: completeServingNames(root),
+		RunE:              runE(o.Complete, o.Validate, o.Run),
+	}
+}
+
+// Complete reads NAME and resolves the client.
+func (o *DescribeOptions) Complete(_ *cobra.Command, args []string) error {
+	name, err := exactlyOneName(args, "kubectl llm describe NAME")
+	if err != nil {
+		return err
+	}
+	o.Name = name
+	o.client, o.namespace, err = o.clientAndNamespace()
+	o.colors = newColors(o.RootOptions)
+	return err
+}
+
+// Validate has nothing beyond NAME to check.
+func (o *DescribeOptions) Validate() error { return nil }
+
+// describeData is everything describe prints, read once.
+type describeData struct {
+	serving   *v1.ModelServing
+	revisions []appsv1.ControllerRevision
+	summary   status.Summary
+	updateRev string
+	pods      []corev1.Pod
+	events    []corev1.Event
+}
+
+// Run reads the serving and what belongs to it, and prints it.
+func (o *DescribeOptions) Run(ctx context.Context) error {
+	d, err := o.load(ctx)
+	if err != nil {
+		return err
+	}
+	return o.print(o.Streams.Out, d)
+}
+
+func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
+	host := o.host()
+	ms, err := getServing(ctx, o.client, o.namespace, o.Name, host)
+	if err != nil {
+		return nil, err
+	}
+	d := &describeData{serving: ms}
+	mine := client.MatchingLabels{v1.LabelName: ms.Name}
+	var revs appsv1.ControllerRevisionList
+	if err := o.client.List(ctx, &revs, client.InNamespace(ms.Namespace), mine); err != nil {
+		return nil, fmt.Errorf("list revisions: %w", explain(err, host))
+	}
+	d.revisions = revs.Items
+	operator.SortRevisions(d.revisions)
+	var pods corev1.PodList
+	if err := o.client.List(ctx, &pods, client.InNamespace(ms.Namespace), mine); err != nil {
+		return nil, fmt.Errorf("list pods: %w", explain(err, host))
+	}
+	d.pods = pods.Items
+	var lws *lwsv1.LeaderWorkerSet
+	l := &lwsv1.LeaderWorkerSet{}
+	switch err := o.client.Get(ctx, client.ObjectKeyFromObject(ms), l); {
+	case err == nil:
+		lws = l
+	case apierrors.IsNotFound(err):
+	default:
+		// The LWS only sharpens "done"; describe still shows the groups from the pods.
+	}
+	d.updateRev = operator.RevisionName(ms.Name, operator.RevisionSpecOf(ms.Spec))
+	d.summary = status.Summarize(status.Input{Serving: ms, LWS: lws, Pods: d.pods, UpdateRevision: d.updateRev,
+		TemplateRevision: d.updateRev, Now: o.Clock.Now()})
+	var events corev1.EventList
+	if err := o.client.List(ctx, &events, client.InNamespace(ms.Namespace)); err != nil {
+		return nil, fmt.Errorf("list events: %w", explain(err, host))
+	}
+	podNames := map[string]bool{}
+	for _, p := range d.pods {
+		podNames[p.Name] = true
+	}
+	for _, e := range events.Items {
+		io := e.InvolvedObject
+		if (io.Kind == "ModelServing" && io.Name == ms.Name) || (io.Kind == "Pod" && podNames[io.Name]) {
+			d.events = append(d.events, e)
+		}
+	}
+	sort.SliceStable(d.events, func(i, j int) bool {
+		ti, tj := eventTime(d.events[i]), eventTime(d.events[j])
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return d.events[i].Name < d.events[j].Name
+	})
+	if n := len(d.events); n > maxEvents {
+		d.events = d.events[n-maxEvents:]
+	}
+	return d, nil
+}
+
+func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
+	ms, s := d.serving, d.summary
+	spec := ms.Spec
+	now := o.Clock.Now()
+	gpus := int32(0)
+	if spec.Resources.GPUs != nil {
+		gpus = *spec.Resources.GPUs
+	}
+	kv := newTable(w)
+	fmt.Fprintf(kv, "Name:\t%s\n", ms.Name)
+	fmt.Fprintf(kv, "Namespace:\t%s\n", ms.Namespace)
+	fmt.Fprintf(kv, "Model:\t%s\n", spec.Model)
+	fmt.Fprintf(kv, "Engine:\t%s %s, port %d\n", orDefault(string(spec.Engine.Type), "vllm"), operator.EngineImage(spec.Engine), spec.Engine.Port)
+	fmt.Fprintf(kv, "Groups:\t%d desired, %d exist, %d ready, %d up-to-date; %d pod(s) per group, %d nvidia.com/gpu per pod\n",
+		s.Desired, s.Replicas, s.Ready, s.Updated, max(spec.GroupSize, 1), gpus)
+	r := spec.Rollout
+	fmt.Fprintf(kv, "Rollout:\t%s, maxSurge %s, maxUnavailable %s, partition %d%s\n", orDefault(string(r.Strategy), "RollingUpdate"),
+		intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptrOr(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])
+	fmt.Fprintf(kv, "Revisions:\tcurrent %s, update %s\n", orDash(ms.Status.CurrentRevision), d.updateRev)
+	fmt.Fprintf(kv, "Phase:\t%s\n", o.colors.state(orDash(string(ms.Status.Phase))))
+	fmt.Fprintf(kv, "Endpoint:\t%s\n", orDash(ms.Status.Endpoint))
+	fmt.Fprintf(kv, "Age:\t%s\n", age(now, ms.CreationTimestamp.Time))
+	if err := kv.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "Conditions:")
+	if len(ms.Status.Conditions) == 0 {
+		fmt.Fprintln(w, "  (none yet: is the operator running? kubectl llm operator, or kubectl llm install)")
+	} else {
+		rows := [][]string{{"  TYPE", "STATUS", "REASON", "AGE", "MESSAGE"}}
+		for _, c := range ms.Status.Conditions {
+			rows = append(rows, []string{"  " + c.Type, o.colors.state(string(c.Status)), c.Reason, age(now, c.LastTransitionTime.Time), c.Message})
+		}
+		renderTable(w, rows, nil)
+	}
+	fmt.Fprintln(w)
+	renderTable(w, o.tree(d), nil)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Events:")
+	if len(d.events) == 0 {
+		fmt.Fprintln(w, "  <none>")
+		return nil
+	}
+	rows := [][]string{{"  AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"}}
+	for _, e := range d.events {
+		rows = append(rows, []string{"  " + eventAge(now, e), o.colors.state(e.Type), e.Reason,
+			strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name, strings.TrimSpace(e.Message)})
+	}
+	renderTable(w, rows, nil)
+	return nil
+}
+
+// tree lays out serving -> revisions (newest first) -> groups -> pods as table rows.
+func (o *DescribeOptions) tree(d *describeData) [][]string {
+	ms, s := d.serving, d.summary
+	rows := [][]string{{"NAME", "STATUS", "INFO"}}
+	rows = append(rows, []string{"ModelServing/" + ms.Name, o.colors.state(orDash(string(ms.Status.Phase))),
+		fmt.Sprintf("%d/%d groups ready, %d up-to-date", s.Ready, s.Desired, s.Updated)})
+
+	byRev := map[string][]status.Group{}
+	for _, g := range s.Groups {
+		byRev[g.Revision] = append(byRev[g.Revision], g)
+	}
+	type revNode struct {
+		name, label, info string
+	}
+	var nodes []revNode
+	known := map[string]bool{}
+	for i := len(d.revisions) - 1; i >= 0; i-- {
+		cr := d.revisions[i]
+		known[cr.Name] = true
+		var marks []string
+		if cr.Name == ms.Status.CurrentRevision {
+			marks = append(marks, "current")
+		}
+		if cr.Name == d.updateRev {
+			marks = append(marks, "update")
+		}
+		if len(marks) == 0 && len(byRev[cr.Name]) == 0 {
+			continue // history only: kubectl llm rollout history lists it
+		}
+		info := ""
+		if rs, err := operator.DecodeRevision(&cr); err == nil {
+			info = operator.ChangeCause(rs)
+		}
+		label := fmt.Sprintf("Revision %d %s", cr.Revision, cr.Name)
+		if len(marks) > 0 {
+			label += " (" + strings.Join(marks, ", ") + ")"
+		}
+		nodes = append(nodes, revNode{cr.Name, label, info})
+	}
+	if !known[d.updateRev] {
+		nodes = append([]revNode{{d.updateRev, "Revision " + d.updateRev + " (update, not recorded yet)", operator.ChangeCause(operator.RevisionSpecOf(ms.Spec))}}, nodes...)
+		known[d.updateRev] = true
+	}
+	var others []string
+	for rev := range byRev {
+		if !known[rev] {
+			others = append(others, rev)
+		}
+	}
+	sort.Strings(others)
+	for _, rev := range others {
+		label := "Revision " + rev + " (not recorded)"
+		if rev == "" {
+			label = "No pods yet"
+		}
+		nodes = append(nodes, revNode{rev, label, ""})
+	}
+	for i, n := range nodes {
+		lastRev := i == len(nodes)-1
+		rows = append(rows, []string{branch("", lastRev) + n.label, "", n.info})
+		groups := byRev[n.name]
+		for j, g := range groups {
+			gp := indent("", lastRev)
+			lastGroup := j == len(groups)-1
+			label := fmt.Sprintf("Group %d", g.Index)
+			if g.Surge {
+				label += " (surge)"
+			}
+			state := fmt.Sprintf("%d/%d ready", g.ReadyPods, g.Size)
+			rows = append(rows, []string{branch(gp, lastGroup) + label, o.colors.state(map[bool]string{true: "Ready", false: state}[g.Ready()]), g.Reason()})
+			for k, p := range g.Pods {
+				pp := indent(gp, lastGroup)
+				name := p.Name
+				if name == "" {
+					name = "(missing)"
+				}
+				info := p.Reason
+				if p.Node != "" {
+					info = strings.TrimSpace("on " + p.Node + "  " + info)
+				}
+				if p.Restarts > 0 && !strings.Contains(p.Reason, "restarted") {
+					info += fmt.Sprintf("  restarts %d", p.Restarts)
+				}
+				rows = append(rows, []string{branch(pp, k == len(g.Pods)-1) + name + " (" + p.Role() + ")", o.colors.state(string(p.State)), info})
+			}
+		}
+	}
+	return rows
+}
+
+func branch(prefix string, last bool) string {
+	if last {
+		return prefix + "└── "
+	}
+	return prefix + "├── "
+}
+
+func indent(prefix string, last bool) string {
+	if last {
+		return prefix + "    "
+	}
+	return prefix + "│   "
+}
+
+func eventTime(e corev1.Event) time.Time {
+	t := e.LastTimestamp.Time
+	if e.Series != nil && e.Series.LastObservedTime.After(t) {
+		t = e.Series.LastObservedTime.Time
+	}
+	if e.EventTime.After(t) {
+		t = e.EventTime.Time
+	}
+	if t.IsZero() {
+		t = e.CreationTimestamp.Time
+	}
+	return t
+}
+
+func eventAge(now time.Time, e corev1.Event) string {
+	last := eventTime(e)
+	count := e.Count
+	if e.Series != nil {
+		count = e.Series.Count
+	}
+	if count > 1 && !e.FirstTimestamp.IsZero() {
+		return fmt.Sprintf("%s (x%d over %s)", age(now, last), count, age(now, e.FirstTimestamp.Time))
+	}
+	return age(now, last)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func ptrOr(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func intstrOr(v *intstr.IntOrString, def string) string {
+	if v == nil {
+		return def
+	}
+	return v.String()
+}

@@ -1,0 +1,291 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+)
+
+// GetOptions list servings as a table or as objects.
+type GetOptions struct {
+	*RootOptions
+	Name          string
+	Output        string
+	AllNamespaces bool
+	Watch         bool
+
+	client    client.WithWatch
+	namespace string
+	colors    colors
+}
+
+func newGetCommand(root *RootOptions) *cobra.Command {
+	o := &GetOptions{RootOptions: root}
+	cmd := &cobra.Command{
+		Use:     "get [NAME]",
+		Aliases: []string{"list", "ls"},
+		Short:   "List model servings: groups ready/desired, up-to-date, phase",
+		Long: `List model servings, or show one. READY counts groups whose every pod is ready, over the desired
+groups; UP-TO-DATE counts groups on the update revision. -o wide adds the engine, group size,
+update revision and the in-cluster endpoint. -w prints a line each time a serving changes.`,
+		Example: `  kubectl llm get
+  kubectl llm get qwen -o wide
+  kubectl llm list -A
+  kubectl llm get qwen -o yaml
+  kubectl llm get -w`,
+		ValidArgsFunction: completeServingNames(root),
+		RunE:              runE(o.Complete, o.Validate, o.Run),
+	}
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "Output format: table, wide, yaml, json or name")
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List servings of every namespace")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After listing, print a line for every change")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"table", "wide", "yaml", "json", "name"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// Complete reads the optional NAME and resolves the client.
+func (o *GetOptions) Complete(_ *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return fmt.Errorf("expected at most one NAME, got %d arguments (%s)", len(args), strings.Join(args, " "))
+	}
+	if len(args) == 1 {
+		o.Name = args[0]
+	}
+	var err error
+	o.client, o.namespace, err = o.clientAndNamespace()
+	o.colors = newColors(o.RootOptions)
+	return err
+}
+
+// Validate checks the output format and flag combinations.
+func (o *GetOptions) Validate() error {
+	if err := validOutput(o.Output, "table", "wide", "yaml", "json", "name"); err != nil {
+		return err
+	}
+	if o.Name != "" && o.AllNamespaces {
+		return fmt.Errorf("NAME cannot be combined with --all-namespaces (-A): a name is looked up in one namespace")
+	}
+	if o.Watch && (o.Output != "table" && o.Output != "wide") {
+		return fmt.Errorf("--watch (-w) prints table lines: use it with -o table or -o wide, not -o %s", o.Output)
+	}
+	return nil
+}
+
+// Run prints the servings, then the changes when watching.
+func (o *GetOptions) Run(ctx context.Context) error {
+	ns := o.namespace
+	if o.AllNamespaces {
+		ns = ""
+	}
+	host := o.host()
+	if o.Watch {
+		return o.watch(ctx, ns, host)
+	}
+	var items []v1.ModelServing
+	if o.Name != "" {
+		ms, err := getServing(ctx, o.client, ns, o.Name, host)
+		if err != nil {
+			return err
+		}
+		items = []v1.ModelServing{*ms}
+	} else {
+		var list v1.ModelServingList
+		opts := []client.ListOption{}
+		if ns != "" {
+			opts = append(opts, client.InNamespace(ns))
+		}
+		if err := o.client.List(ctx, &list, opts...); err != nil {
+			return explain(err, host)
+		}
+		items = list.Items
+	}
+	sortServings(items)
+	switch o.Output {
+	case "yaml", "json", "name":
+		return o.printObjects(items)
+	}
+	if len(items) == 0 {
+		if o.AllNamespaces {
+			fmt.Fprintln(o.Streams.ErrOut, "No servings found.")
+		} else {
+			fmt.Fprintf(o.Streams.ErrOut, "No servings found in %s namespace.\n", ns)
+		}
+		return nil
+	}
+	rows := [][]string{o.header()}
+	for i := range items {
+		rows = append(rows, o.row(&items[i], ""))
+	}
+	renderTable(o.Streams.Out, rows, nil)
+	return nil
+}
+
+func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
+	var widths []int
+	printed := false
+	onList := func(items []v1.ModelServing) (bool, error) {
+		if printed { // a relist after an expired watch: the lines already shown stay
+			return false, nil
+		}
+		printed = true
+		sortServings(items)
+		rows := [][]string{o.header()}
+		for i := range items {
+			rows = append(rows, o.row(&items[i], ""))
+		}
+		widths = renderTable(o.Streams.Out, rows, nil)
+		return false, nil
+	}
+	onEvent := func(t watch.EventType, ms *v1.ModelServing) (bool, error) {
+		phase := ""
+		if t == watch.Deleted {
+			phase = "Deleted"
+		}
+		renderTable(o.Streams.Out, [][]string{o.row(ms, phase)}, widths)
+		return false, nil
+	}
+	name := o.Name
+	err := watchServings(ctx, o.client, ns, name, onList, onEvent)
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return nil
+	}
+	return explain(err, host)
+}
+
+func (o *GetOptions) header() []string {
+	h := []string{"NAME", "MODEL", "READY", "UP-TO-DATE", "PHASE", "AGE"}
+	if o.Output == "wide" {
+		h = append(h, "ENGINE", "GROUP-SIZE", "REVISION", "ENDPOINT")
+	}
+	if o.AllNamespaces {
+		h = append([]string{"NAMESPACE"}, h...)
+	}
+	return h
+}
+
+func (o *GetOptions) row(ms *v1.ModelServing, phaseOverride string) []string {
+	st := ms.Status
+	ready := st.ReadyGroups
+	if ready == "" {
+		desired := int32(1)
+		if ms.Spec.Replicas != nil {
+			desired = *ms.Spec.Replicas
+		}
+		ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, desired)
+	}
+	phase := string(st.Phase)
+	if phase == "" {
+		phase = "-"
+	}
+	if phaseOverride != "" {
+		phase = phaseOverride
+	}
+	r := []string{ms.Name, ms.Spec.Model, ready, fmt.Sprint(st.UpdatedReplicas), o.colors.state(phase), age(o.Clock.Now(), ms.CreationTimestamp.Time)}
+	if o.Output == "wide" {
+		engine := string(ms.Spec.Engine.Type)
+		if engine == "" {
+			engine = string(v1.EngineVLLM)
+		}
+		r = append(r, engine, fmt.Sprint(max(ms.Spec.GroupSize, 1)), orDash(st.UpdateRevision), orDash(st.Endpoint))
+	}
+	if o.AllNamespaces {
+		r = append([]string{ms.Namespace}, r...)
+	}
+	return r
+}
+
+func (o *GetOptions) printObjects(items []v1.ModelServing) error {
+	gvk := v1.GroupVersion.WithKind("ModelServing")
+	for i := range items {
+		items[i].SetGroupVersionKind(gvk)
+	}
+	if o.Name != "" {
+		return printObject(&items[0], o.Output, o.Streams.Out)
+	}
+	if o.Output == "name" {
+		for i := range items {
+			if err := printObject(&items[i], "name", o.Streams.Out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	for i := range items {
+		list.Items = append(list.Items, runtime.RawExtension{Object: &items[i]})
+	}
+	return printObject(list, o.Output, o.Streams.Out)
+}
+
+func sortServings(items []v1.ModelServing) {
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].Namespace != items[j].Namespace {
+			return items[i].Namespace < items[j].Namespace
+		}
+		return items[i].Name < items[j].Name
+	})
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// renderTable prints rows aligned with three spaces between columns, like kubectl. Given widths
+// (from an earlier call), it pads to them so the lines of a watch line up with the first table.
+// It returns the widths it used. Colour codes do not count towards a width.
+func renderTable(w io.Writer, rows [][]string, widths []int) []int {
+	if widths == nil {
+		for _, r := range rows {
+			for i, cell := range r {
+				if i >= len(widths) {
+					widths = append(widths, 0)
+				}
+				widths[i] = max(widths[i], visibleLen(cell))
+			}
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for i, cell := range r {
+			b.WriteString(cell)
+			if i == len(r)-1 {
+				break
+			}
+			pad := 3
+			if i < len(widths) {
+				pad += widths[i] - visibleLen(cell)
+			}
+			b.WriteString(strings.Repeat(" ", max(pad, 1)))
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	return widths
+}
+
+func visibleLen(s string) int {
+	n, esc := 0, false
+	for _, r := range s {
+		switch {
+		case r == '\x1b':
+			esc = true
+		case esc && r == 'm':
+			esc = false
+		case !esc:
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,177 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/cli"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files and docs/commands.md")
+
+var (
+	env        *testenv.Env
+	kubeconfig string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start control plane:", err)
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "kubectl-llm-cli-")
+	if err == nil {
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		err = writeKubeconfig(kubeconfig, env.Config.Host, env.Config.CAData, env.Config.CertData, env.Config.KeyData, env.Config.BearerToken)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kubeconfig:", err)
+		_ = env.Stop()
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop control plane:", err)
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// writeKubeconfig writes a kubeconfig for a server, so the tests go through the same flags and
+// loading as a user (--kubeconfig, -n).
+func writeKubeconfig(path, server string, ca, cert, key []byte, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key, Token: token}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "envtest"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// result is what one invocation printed and returned.
+type result struct {
+	Out, Err string
+	Code     int
+}
+
+// run executes the real command tree with --kubeconfig for the envtest cluster and a fixed clock.
+func run(t *testing.T, now time.Time, args ...string) result {
+	t.Helper()
+	return runCtx(context.Background(), t, now, "", args...)
+}
+
+func runCtx(ctx context.Context, t *testing.T, now time.Time, stdin string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	o := &cli.RootOptions{
+		ConfigFlags: genericclioptions.NewConfigFlags(true),
+		Streams:     genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut},
+		Clock:       clocktesting.NewFakePassiveClock(now),
+	}
+	cmd := cli.NewRootCommandWith(o)
+	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
+	code := cli.Execute(ctx, cmd, &errOut)
+	return result{Out: out.String(), Err: errOut.String(), Code: code}
+}
+
+// golden compares got with testdata/<name>.golden, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s (run go test ./pkg/cli/ -update to create it): %v", path, err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs (-want +got); refresh with go test ./pkg/cli/ -update if intended:\n%s", path, diff)
+	}
+}
+
+// namespace creates a namespace with a fixed name, so golden output can show it.
+func namespace(t *testing.T, name string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := env.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// create creates objects, failing the test on error.
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// clockAfter is a fixed "now" one hour after the latest time the API server stamped on the
+// objects: ages print as 60m, however long the test took to get here.
+func clockAfter(t *testing.T, objs ...client.Object) time.Time {
+	t.Helper()
+	var latest time.Time
+	for _, o := range objs {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
+		if c := o.GetCreationTimestamp().Time; c.After(latest) {
+			latest = c
+		}
+		if d := o.GetDeletionTimestamp(); d != nil && d.After(latest) {
+			latest = d.Time
+		}
+	}
+	return latest.Add(time.Hour)
+}
+
+// getServing reads a serving back.
+func getServing(t *testing.T, ns, name string) *v1.ModelServing {
+	t.Helper()
+	ms := &v1.ModelServing{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, ms); err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// expectCode fails the test when an invocation did not exit with code.
+func expectCode(t *testing.T, r result, code int) {
+	t.Helper()
+	if r.Code != code {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, code, r.Out, r.Err)
+	}
+}

@@ -1,0 +1,428 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
+)
+
+// GPUResource is the extended resource GPUs are requested as.
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
+
+// NodeCapacity is one node's GPUs as the preflight sees them.
+type NodeCapacity struct {
+	Name        string
+	Allocatable int64 // nvidia.com/gpu the node offers
+	Requested   int64 // nvidia.com/gpu requested by the non-terminated pods on it
+	Schedulable bool  // the serving's pods may land here
+	Why         string
+}
+
+// Spare is what is left for new pods.
+func (n NodeCapacity) Spare() int64 { return max(n.Allocatable-n.Requested, 0) }
+
+// FitInput is what the GPU fit is computed from.
+type FitInput struct {
+	Nodes      []NodeCapacity
+	GPUsPerPod int64
+	GroupSize  int
+	// NewGroups is how many whole groups must start beside what runs now: the surge of a rollout,
+	// or every group of a new serving.
+	NewGroups int
+}
+
+// Fit is the answer of the GPU calculator.
+type Fit struct {
+	// SparePods is how many pods of GPUsPerPod the spare GPUs of schedulable nodes hold
+	// (-1: unlimited, the pods need no GPU).
+	SparePods int64
+	// CapacityPods is the same for the schedulable nodes' whole allocatable, ignoring what runs.
+	CapacityPods int64
+	NeedPods     int64
+	// Fits: the new groups fit in the spare GPUs.
+	Fits bool
+	// GroupPlaceable: one whole group fits the schedulable nodes at all (on an empty cluster).
+	GroupPlaceable bool
+}
+
+// CalculateFit counts how many pods of a serving's size fit, node by node (a pod cannot span
+// nodes), and whether the new groups and one whole group fit. It is pure.
+func CalculateFit(in FitInput) Fit {
+	size := int64(max(in.GroupSize, 1))
+	f := Fit{NeedPods: int64(in.NewGroups) * size}
+	if in.GPUsPerPod <= 0 {
+		return Fit{SparePods: -1, CapacityPods: -1, NeedPods: f.NeedPods, Fits: true, GroupPlaceable: true}
+	}
+	for _, n := range in.Nodes {
+		if !n.Schedulable {
+			continue
+		}
+		f.SparePods += n.Spare() / in.GPUsPerPod
+		f.CapacityPods += n.Allocatable / in.GPUsPerPod
+	}
+	f.Fits = f.SparePods >= f.NeedPods
+	f.GroupPlaceable = f.CapacityPods >= size
+	return f
+}
+
+// NodeCapacities sums, per node, the GPUs non-terminated pods request, and says whether the pods
+// of a serving with the given scheduling may land there (cordon, readiness, taints, node selector).
+func NodeCapacities(nodes []corev1.Node, pods []corev1.Pod, sched v1.SchedulingSpec) []NodeCapacity {
+	requested := map[string]int64{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		requested[p.Spec.NodeName] += podGPUs(p)
+	}
+	out := make([]NodeCapacity, 0, len(nodes))
+	for i := range nodes {
+		n := &nodes[i]
+		c := NodeCapacity{Name: n.Name, Requested: requested[n.Name], Schedulable: true}
+		if q, ok := n.Status.Allocatable[GPUResource]; ok {
+			c.Allocatable = q.Value()
+		}
+		c.Why = unschedulableWhy(n, sched)
+		c.Schedulable = c.Why == ""
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// podGPUs is what a pod holds: the larger of its containers' sum and any init container.
+func podGPUs(p *corev1.Pod) int64 {
+	req := func(c corev1.Container) int64 {
+		if q, ok := c.Resources.Requests[GPUResource]; ok {
+			return q.Value()
+		}
+		if q, ok := c.Resources.Limits[GPUResource]; ok { // extended resources: requests default to limits
+			return q.Value()
+		}
+		return 0
+	}
+	var sum, initMax int64
+	for _, c := range p.Spec.Containers {
+		sum += req(c)
+	}
+	for _, c := range p.Spec.InitContainers {
+		initMax = max(initMax, req(c))
+	}
+	return max(sum, initMax)
+}
+
+func unschedulableWhy(n *corev1.Node, sched v1.SchedulingSpec) string {
+	if n.Spec.Unschedulable {
+		return "cordoned"
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+			return "not ready"
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		tolerated := false
+		for _, tol := range sched.Tolerations {
+			if tolerates(tol, t) {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			return "taint " + t.Key + ":" + string(t.Effect)
+		}
+	}
+	if len(sched.NodeSelector) > 0 && !labels.SelectorFromSet(sched.NodeSelector).Matches(labels.Set(n.Labels)) {
+		return "node selector"
+	}
+	return ""
+}
+
+// tolerates is the core of the scheduler's toleration match (without the numeric operators).
+func tolerates(tol corev1.Toleration, t corev1.Taint) bool {
+	if tol.Effect != "" && tol.Effect != t.Effect {
+		return false
+	}
+	if tol.Key == "" {
+		return tol.Operator == corev1.TolerationOpExists
+	}
+	if tol.Key != t.Key {
+		return false
+	}
+	switch tol.Operator {
+	case corev1.TolerationOpExists:
+		return true
+	case corev1.TolerationOpEqual, "":
+		return tol.Value == t.Value
+	}
+	return false
+}
+
+// check is one line of the preflight verdict.
+type check struct {
+	Name   string
+	Result string // ok, FAIL or unknown
+	Detail string
+}
+
+// preflightReport is what `preflight` prints and `deploy --preflight` decides on.
+type preflightReport struct {
+	Serving    string
+	GPUsPerPod int64
+	GroupSize  int
+	Groups     int32
+	Strategy   v1.RolloutStrategyType
+	MaxSurge   int32
+	New        bool
+	Nodes      []NodeCapacity
+	Fit        Fit
+	Checks     []check
+}
+
+// OK is true when no check failed.
+func (r preflightReport) OK() bool { return r.Problem() == "" }
+
+// Problem is the first failed check's detail.
+func (r preflightReport) Problem() string {
+	for _, c := range r.Checks {
+		if c.Result == "FAIL" {
+			return strings.ToLower(c.Name[:1]) + c.Name[1:] + ": " + c.Detail
+		}
+	}
+	return ""
+}
+
+// PreflightOptions check whether a serving's rollout fits the cluster.
+type PreflightOptions struct {
+	*RootOptions
+	Name string
+
+	client    client.WithWatch
+	namespace string
+}
+
+func newPreflightCommand(root *RootOptions) *cobra.Command {
+	o := &PreflightOptions{RootOptions: root}
+	return &cobra.Command{
+		Use:   "preflight NAME",
+		Short: "Check that a serving's rollout fits: spare GPUs for the surge, nodes for a group, APIs installed",
+		Long: `Check, before a rollout, what the scheduler would otherwise find out the hard way:
+
+  - spare nvidia.com/gpu per node: allocatable minus what non-terminated pods request;
+  - whether a surge of maxSurge whole groups (groupSize pods x GPUs each) fits in them (a Recreate or
+    maxSurge 0 rollout replaces groups in place and needs no spare GPUs);
+  - whether the schedulable nodes can hold one whole group at all (LWS has no gang scheduling: a
+    leader may hold GPUs while its workers stay Pending);
+  - whether the LeaderWorkerSet and ModelServing APIs are installed, and which versions.
+
+Exits 1 with the reason when something does not fit.`,
+		Example:           "  kubectl llm preflight qwen",
+		ValidArgsFunction: completeServingNames(root),
+		RunE:              runE(o.Complete, o.Validate, o.Run),
+	}
+}
+
+// Complete reads NAME and resolves the client.
+func (o *PreflightOptions) Complete(_ *cobra.Command, args []string) error {
+	name, err := exactlyOneName(args, "kubectl llm preflight NAME")
+	if err != nil {
+		return err
+	}
+	o.Name = name
+	o.client, o.namespace, err = o.clientAndNamespace()
+	return err
+}
+
+// Validate has nothing beyond NAME to check.
+func (o *PreflightOptions) Validate() error { return nil }
+
+// Run prints the report and fails when something does not fit.
+func (o *PreflightOptions) Run(ctx context.Context) error {
+	ms, err := getServing(ctx, o.client, o.namespace, o.Name, o.host())
+	if err != nil {
+		return err
+	}
+	rep, err := o.report(ctx, ms, ms, true)
+	if err != nil {
+		return err
+	}
+	if err := printPreflight(o.Streams.Out, rep, newColors(o.RootOptions)); err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return fmt.Errorf("preflight failed: %s", rep.Problem())
+	}
+	return nil
+}
+
+// report gathers nodes, pods and APIs and computes the verdict for ms. existing is the stored
+// serving when exists: then only a surge needs spare GPUs; a new serving needs all its groups.
+func (o *PreflightOptions) report(ctx context.Context, ms, existing *v1.ModelServing, exists bool) (preflightReport, error) {
+	host := o.host()
+	spec := ms.Spec
+	r := preflightReport{
+		Serving: o.namespace + "/" + ms.Name, GroupSize: int(max(spec.GroupSize, 1)), Groups: 1,
+		Strategy: spec.Rollout.Strategy, New: !exists,
+	}
+	if ms.Namespace != "" {
+		r.Serving = ms.Namespace + "/" + ms.Name
+	}
+	if spec.Replicas != nil {
+		r.Groups = *spec.Replicas
+	}
+	if spec.Resources.GPUs != nil {
+		r.GPUsPerPod = int64(*spec.Resources.GPUs)
+	}
+	if r.Strategy == "" {
+		r.Strategy = v1.RollingUpdate
+	}
+	r.MaxSurge = status.ResolveMaxSurge(spec.Rollout, r.Groups)
+	if r.Strategy == v1.Recreate {
+		r.MaxSurge = 0
+	}
+
+	r.Checks = append(r.Checks, o.crdCheck(ctx, "ModelServing API", "modelservings.serving.kubectl-llm.dev"),
+		o.crdCheck(ctx, "LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"))
+	if r.Checks[1].Result == "FAIL" {
+		r.Checks[1].Detail += " (install LeaderWorkerSet, or run the operator with --lws=embedded)"
+	}
+
+	var nodes corev1.NodeList
+	if err := o.client.List(ctx, &nodes); err != nil {
+		return r, fmt.Errorf("list nodes: %w", explain(err, host))
+	}
+	var pods corev1.PodList
+	active := fields.AndSelectors(fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))
+	if err := o.client.List(ctx, &pods, client.MatchingFieldsSelector{Selector: active}); err != nil {
+		return r, fmt.Errorf("list pods: %w", explain(err, host))
+	}
+	r.Nodes = NodeCapacities(nodes.Items, pods.Items, spec.Scheduling)
+	newGroups := int(r.MaxSurge)
+	if !exists {
+		newGroups = int(r.Groups)
+	}
+	r.Fit = CalculateFit(FitInput{Nodes: r.Nodes, GPUsPerPod: r.GPUsPerPod, GroupSize: r.GroupSize, NewGroups: newGroups})
+
+	group := check{Name: "One whole group", Result: "ok"}
+	podsOf := fmt.Sprintf("%d pod(s) x %d GPU", r.GroupSize, r.GPUsPerPod)
+	switch {
+	case r.GPUsPerPod == 0:
+		group.Detail = "the pods request no GPU"
+	case r.Fit.GroupPlaceable:
+		group.Detail = fmt.Sprintf("%s fit the schedulable nodes (room for %d such pods in all)", podsOf, r.Fit.CapacityPods)
+	default:
+		group.Result = "FAIL"
+		group.Detail = fmt.Sprintf("%s never fit: the schedulable nodes hold %d such pods in all", podsOf, r.Fit.CapacityPods)
+	}
+	r.Checks = append(r.Checks, group)
+
+	fit := check{Result: "ok"}
+	switch {
+	case !exists:
+		fit.Name = "Groups fit"
+		fit.Detail = fmt.Sprintf("%d group(s) need %d pod(s) x %d GPU; the spare GPUs hold %s such pods", r.Groups, r.Fit.NeedPods, r.GPUsPerPod, podsCount(r.Fit.SparePods))
+	case r.MaxSurge == 0:
+		fit.Name = "Surge fits"
+		fit.Detail = fmt.Sprintf("no spare GPUs needed: %s replaces groups in place (maxSurge 0)", r.Strategy)
+	default:
+		fit.Name = "Surge fits"
+		fit.Detail = fmt.Sprintf("a surge of %d group(s) needs %d pod(s) x %d GPU; the spare GPUs hold %s such pods", r.MaxSurge, r.Fit.NeedPods, r.GPUsPerPod, podsCount(r.Fit.SparePods))
+	}
+	if !r.Fit.Fits {
+		fit.Result = "FAIL"
+		if exists {
+			fit.Detail += "; free GPUs, or roll in place with --max-surge 0 (kubectl llm deploy) or strategy Recreate"
+		} else {
+			fit.Detail += "; free GPUs or ask for fewer groups"
+		}
+	}
+	r.Checks = append(r.Checks, fit)
+	return r, nil
+}
+
+func podsCount(n int64) string {
+	if n < 0 {
+		return "any number of"
+	}
+	return fmt.Sprint(n)
+}
+
+// crdCheck reads a CRD to say whether an API is installed and which versions it serves.
+func (o *PreflightOptions) crdCheck(ctx context.Context, what, name string) check {
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	err := o.client.Get(ctx, client.ObjectKey{Name: name}, crd)
+	switch {
+	case apierrors.IsNotFound(err):
+		return check{Name: what, Result: "FAIL", Detail: name + " is not installed"}
+	case err != nil:
+		return check{Name: what, Result: "unknown", Detail: "cannot read the CRD " + name + ": " + explain(err, "").Error()}
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var served []string
+	storage := ""
+	for _, v := range versions {
+		m, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		n, _ := m["name"].(string)
+		if s, _ := m["served"].(bool); s {
+			served = append(served, n)
+		}
+		if s, _ := m["storage"].(bool); s {
+			storage = n
+		}
+	}
+	return check{Name: what, Result: "ok", Detail: fmt.Sprintf("%s served (storage %s)", strings.Join(served, ", "), storage)}
+}
+
+func printPreflight(w io.Writer, r preflightReport, c colors) error {
+	kind := "rollout"
+	if r.New {
+		kind = "new serving"
+	}
+	fmt.Fprintf(w, "Preflight of %s (%s): %d group(s) of %d pod(s), %d nvidia.com/gpu per pod, %s, maxSurge %d\n\n",
+		r.Serving, kind, r.Groups, r.GroupSize, r.GPUsPerPod, r.Strategy, r.MaxSurge)
+	t := newTable(w)
+	fmt.Fprintln(t, "NODE\tSCHEDULABLE\tALLOCATABLE\tREQUESTED\tSPARE")
+	for _, n := range r.Nodes {
+		sched := "yes"
+		if !n.Schedulable {
+			sched = "no (" + n.Why + ")"
+		}
+		fmt.Fprintf(t, "%s\t%s\t%d\t%d\t%d\n", n.Name, sched, n.Allocatable, n.Requested, n.Spare())
+	}
+	if len(r.Nodes) == 0 {
+		fmt.Fprintln(t, "(no nodes)\t\t\t\t")
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	t = newTable(w)
+	fmt.Fprintln(t, "CHECK\tRESULT\tDETAIL")
+	for _, ch := range r.Checks {
+		fmt.Fprintf(t, "%s\t%s\t%s\n", ch.Name, c.state(ch.Result), ch.Detail)
+	}
+	return t.Flush()
+}

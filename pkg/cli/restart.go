@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+)
+
+// RestartOptions restart every group (a new spec.restart.id) or one group (delete its leader).
+type RestartOptions struct {
+	*RootOptions
+	Name  string
+	Group int32
+
+	set       func(string) bool
+	client    client.WithWatch
+	namespace string
+}
+
+func newRestartCommand(root *RootOptions) *cobra.Command {
+	o := &RestartOptions{RootOptions: root}
+	cmd := &cobra.Command{
+		Use:   "restart NAME [--group I]",
+		Short: "Restart every group (through the rollout rules) or one group",
+		Long: `Without --group: set a new spec.restart.id (the current time). The operator stamps it on the pod
+template, so every group is recreated through the normal rollout rules (maxSurge, maxUnavailable),
+never all at once.
+
+With --group I: delete the leader pod of group I. LeaderWorkerSet then recreates the whole group
+(a broken rank breaks the collective), leaving the other groups alone.`,
+		Example:           "  kubectl llm restart qwen\n  kubectl llm restart qwen --group 1",
+		ValidArgsFunction: completeServingNames(root),
+		RunE:              runE(o.Complete, o.Validate, o.Run),
+	}
+	cmd.Flags().Int32Var(&o.Group, "group", 0, "Restart only this group (its index)")
+	return cmd
+}
+
+// Complete reads NAME and resolves the client.
+func (o *RestartOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.set = cmd.Flags().Changed
+	name, err := exactlyOneName(args, "kubectl llm restart NAME [--group I]")
+	if err != nil {
+		return err
+	}
+	o.Name = name
+	o.client, o.namespace, err = o.clientAndNamespace()
+	return err
+}
+
+// Validate checks --group.
+func (o *RestartOptions) Validate() error {
+	if o.set("group") && o.Group < 0 {
+		return fmt.Errorf("--group must be a group index of 0 or more, not %d", o.Group)
+	}
+	return nil
+}
+
+// Run restarts.
+func (o *RestartOptions) Run(ctx context.Context) error {
+	if o.set("group") {
+		return o.restartGroup(ctx)
+	}
+	id := o.Clock.Now().UTC().Format(time.RFC3339)
+	if _, err := patchServing(ctx, o.client, o.namespace, o.Name, o.host(), func(ms *v1.ModelServing) error {
+		if ms.Spec.Restart != nil && ms.Spec.Restart.ID == id {
+			id = o.Clock.Now().UTC().Format(time.RFC3339Nano) // a second restart within the same second
+		}
+		ms.Spec.Restart = &v1.RestartSpec{ID: id}
+		return nil
+	}); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(o.Streams.Out, "%s restarting (restart id %s): groups are recreated under the rollout rules\n", qualified(o.Name), id)
+	return err
+}
+
+func (o *RestartOptions) restartGroup(ctx context.Context) error {
+	host := o.host()
+	ms, err := getServing(ctx, o.client, o.namespace, o.Name, host)
+	if err != nil {
+		return err
+	}
+	if replicas := ptr.Deref(ms.Spec.Replicas, 1); o.Group >= replicas {
+		return fmt.Errorf("--group %d does not exist: serving %q has groups 0 to %d", o.Group, o.Name, replicas-1)
+	}
+	var pods corev1.PodList
+	if err := o.client.List(ctx, &pods, client.InNamespace(o.namespace), client.MatchingLabels{
+		v1.LabelName: o.Name, lwsv1.GroupIndexLabelKey: strconv.Itoa(int(o.Group)), lwsv1.WorkerIndexLabelKey: "0",
+	}); err != nil {
+		return explain(err, host)
+	}
+	var leader *corev1.Pod
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp == nil {
+			leader = &pods.Items[i]
+		}
+	}
+	if leader == nil {
+		return fmt.Errorf("group %d of serving %q has no running leader pod to delete (is it already being recreated? kubectl llm describe %s)", o.Group, o.Name, o.Name)
+	}
+	if err := o.client.Delete(ctx, leader, client.Preconditions{UID: &leader.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return explain(err, host)
+	}
+	_, err = fmt.Fprintf(o.Streams.Out, "%s group %d restarting: deleted leader pod %s; the group is recreated\n", qualified(o.Name), o.Group, leader.Name)
+	return err
+}

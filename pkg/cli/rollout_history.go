@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+)
+
+// RolloutHistoryOptions list the recorded revisions of a serving.
+type RolloutHistoryOptions struct {
+	*RootOptions
+	Name     string
+	Revision int64
+
+	client    client.WithWatch
+	namespace string
+}
+
+func newRolloutHistoryCommand(root *RootOptions) *cobra.Command {
+	o := &RolloutHistoryOptions{RootOptions: root}
+	cmd := &cobra.Command{
+		Use:   "history NAME",
+		Short: "List the recorded revisions of a serving",
+		Long: `List the revisions the operator recorded for a serving, oldest first: number, name, which one
+every group ran when the last rollout completed (current) and which one the spec asks for (update),
+and what changed. --revision N prints what revision N recorded.`,
+		Example:           "  kubectl llm rollout history qwen\n  kubectl llm rollout history qwen --revision 2",
+		ValidArgsFunction: completeServingNames(root),
+		RunE:              runE(o.Complete, o.Validate, o.Run),
+	}
+	cmd.Flags().Int64Var(&o.Revision, "revision", 0, "Print the spec recorded in this revision")
+	return cmd
+}
+
+// Complete reads NAME and resolves the client.
+func (o *RolloutHistoryOptions) Complete(_ *cobra.Command, args []string) error {
+	name, err := exactlyOneName(args, "kubectl llm rollout history NAME")
+	if err != nil {
+		return err
+	}
+	o.Name = name
+	o.client, o.namespace, err = o.clientAndNamespace()
+	return err
+}
+
+// Validate checks --revision.
+func (o *RolloutHistoryOptions) Validate() error {
+	if o.Revision < 0 {
+		return fmt.Errorf("--revision must be a revision number of 1 or more, not %d", o.Revision)
+	}
+	return nil
+}
+
+// Run prints the table, or one revision.
+func (o *RolloutHistoryOptions) Run(ctx context.Context) error {
+	ms, revs, err := servingRevisions(ctx, o.client, o.namespace, o.Name, o.host())
+	if err != nil {
+		return err
+	}
+	if o.Revision > 0 {
+		cr, err := findRevision(revs, o.Revision, o.Name)
+		if err != nil {
+			return err
+		}
+		rs, err := operator.DecodeRevision(cr)
+		if err != nil {
+			return err
+		}
+		raw, err := json.MarshalIndent(rs, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Streams.Out, "serving %q revision %d (%s):\n", o.Name, cr.Revision, cr.Name)
+		_, err = fmt.Fprintf(o.Streams.Out, "%s\n", raw)
+		return err
+	}
+	fmt.Fprintf(o.Streams.Out, "serving %q\n", o.Name)
+	if len(revs) == 0 {
+		fmt.Fprintln(o.Streams.Out, "No revisions recorded yet (the operator records one per distinct pod-affecting spec).")
+		return nil
+	}
+	update := operator.RevisionName(ms.Name, operator.RevisionSpecOf(ms.Spec))
+	rows := [][]string{{"REVISION", "NAME", "STATUS", "CHANGE-CAUSE"}}
+	for _, cr := range revs {
+		var marks []string
+		if cr.Name == ms.Status.CurrentRevision {
+			marks = append(marks, "current")
+		}
+		if cr.Name == update {
+			marks = append(marks, "update")
+		}
+		cause := "<unreadable>"
+		if rs, err := operator.DecodeRevision(&cr); err == nil {
+			cause = operator.ChangeCause(rs)
+		}
+		rows = append(rows, []string{fmt.Sprint(cr.Revision), cr.Name, orDash(strings.Join(marks, ",")), cause})
+	}
+	renderTable(o.Streams.Out, rows, nil)
+	return nil
+}
+
+// servingRevisions reads a serving and its revisions, oldest first.
+func servingRevisions(ctx context.Context, c client.Client, ns, name, host string) (*v1.ModelServing, []appsv1.ControllerRevision, error) {
+	ms, err := getServing(ctx, c, ns, name, host)
+	if err != nil {
+		return nil, nil, err
+	}
+	var list appsv1.ControllerRevisionList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name}); err != nil {
+		return nil, nil, fmt.Errorf("list revisions: %w", explain(err, host))
+	}
+	revs := list.Items
+	operator.SortRevisions(revs)
+	return ms, revs, nil
+}
+
+func findRevision(revs []appsv1.ControllerRevision, n int64, name string) (*appsv1.ControllerRevision, error) {
+	var have []string
+	for i := range revs {
+		if revs[i].Revision == n {
+			return &revs[i], nil
+		}
+		have = append(have, fmt.Sprint(revs[i].Revision))
+	}
+	if len(have) == 0 {
+		return nil, fmt.Errorf("revision %d of serving %q not found: no revisions are recorded", n, name)
+	}
+	return nil, fmt.Errorf("revision %d of serving %q not found: recorded revisions are %s", n, name, strings.Join(have, ", "))
+}

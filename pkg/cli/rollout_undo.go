@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+)
+
+// RolloutUndoOptions write a recorded revision's spec back into the serving.
+type RolloutUndoOptions struct {
+	*RootOptions
+	Name       string
+	ToRevision int64
+
+	client    client.WithWatch
+	namespace string
+}
+
+func newRolloutUndoCommand(root *RootOptions) *cobra.Command {
+	o := &RolloutUndoOptions{RootOptions: root}
+	cmd := &cobra.Command{
+		Use:   "undo NAME [--to-revision N]",
+		Short: "Roll back to a recorded revision (the previous one by default)",
+		Long: `Write the pod-affecting spec a revision recorded (model, engine, resources, group size, template...)
+back into the serving; replicas, rollout settings and restart stay as they are. The operator then
+rolls the groups to it under the usual rollout rules. Without --to-revision, the newest revision
+other than the one the spec asks for now.`,
+		Example:           "  kubectl llm rollout undo qwen\n  kubectl llm rollout undo qwen --to-revision 2",
+		ValidArgsFunction: completeServingNames(root),
+		RunE:              runE(o.Complete, o.Validate, o.Run),
+	}
+	cmd.Flags().Int64Var(&o.ToRevision, "to-revision", 0, "The revision to roll back to (0: the previous one)")
+	return cmd
+}
+
+// Complete reads NAME and resolves the client.
+func (o *RolloutUndoOptions) Complete(_ *cobra.Command, args []string) error {
+	name, err := exactlyOneName(args, "kubectl llm rollout undo NAME [--to-revision N]")
+	if err != nil {
+		return err
+	}
+	o.Name = name
+	o.client, o.namespace, err = o.clientAndNamespace()
+	return err
+}
+
+// Validate checks --to-revision.
+func (o *RolloutUndoOptions) Validate() error {
+	if o.ToRevision < 0 {
+		return fmt.Errorf("--to-revision must be 0 (the previous revision) or a revision number, not %d", o.ToRevision)
+	}
+	return nil
+}
+
+// Run patches the serving's spec with the target revision.
+func (o *RolloutUndoOptions) Run(ctx context.Context) error {
+	host := o.host()
+	ms, revs, err := servingRevisions(ctx, o.client, o.namespace, o.Name, host)
+	if err != nil {
+		return err
+	}
+	update := operator.RevisionName(ms.Name, operator.RevisionSpecOf(ms.Spec))
+	target := o.ToRevision
+	if target == 0 {
+		for i := len(revs) - 1; i >= 0; i-- {
+			if revs[i].Name != update {
+				target = revs[i].Revision
+				break
+			}
+		}
+		if target == 0 {
+			return fmt.Errorf("serving %q has no previous revision to roll back to (kubectl llm rollout history %s lists what is recorded)", o.Name, o.Name)
+		}
+	}
+	cr, err := findRevision(revs, target, o.Name)
+	if err != nil {
+		return err
+	}
+	if cr.Name == update {
+		_, err := fmt.Fprintf(o.Streams.Out, "%s skipped rollback (the spec already matches revision %d)\n", qualified(o.Name), target)
+		return err
+	}
+	rs, err := operator.DecodeRevision(cr)
+	if err != nil {
+		return err
+	}
+	if _, err := patchServing(ctx, o.client, o.namespace, o.Name, host, func(ms *v1.ModelServing) error {
+		rs.Into(&ms.Spec)
+		return nil
+	}); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(o.Streams.Out, "%s rolled back to revision %d (%s)\n", qualified(o.Name), target, cr.Name)
+	return err
+}

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+)
+
+// ScaleOptions set the number of groups through the scale subresource.
+type ScaleOptions struct {
+	*RootOptions
+	Name     string
+	Replicas int32
+
+	client    client.WithWatch
+	namespace string
+}
+
+func newScaleCommand(root *RootOptions) *cobra.Command {
+	o := &ScaleOptions{RootOptions: root}
+	cmd := &cobra.Command{
+		Use:   "scale NAME --replicas N",
+		Short: "Set the number of groups (through the scale subresource)",
+		Long: `Set the number of groups through the serving's scale subresource, the same door an autoscaler
+uses. Each group is groupSize pods.`,
+		Example:           "  kubectl llm scale qwen --replicas 3",
+		ValidArgsFunction: completeServingNames(root),
+		RunE:              runE(o.Complete, o.Validate, o.Run),
+	}
+	cmd.Flags().Int32Var(&o.Replicas, "replicas", -1, "The number of groups (required)")
+	return cmd
+}
+
+// Complete reads NAME and resolves the client.
+func (o *ScaleOptions) Complete(_ *cobra.Command, args []string) error {
+	name, err := exactlyOneName(args, "kubectl llm scale NAME --replicas N")
+	if err != nil {
+		return err
+	}
+	o.Name = name
+	o.client, o.namespace, err = o.clientAndNamespace()
+	return err
+}
+
+// Validate checks --replicas.
+func (o *ScaleOptions) Validate() error {
+	if o.Replicas == -1 {
+		return fmt.Errorf("--replicas is required: the number of groups, e.g. --replicas 2")
+	}
+	if o.Replicas < 0 || o.Replicas > 1000 {
+		return fmt.Errorf("--replicas must be between 0 and 1000 groups, not %d", o.Replicas)
+	}
+	return nil
+}
+
+// Run merge-patches the scale subresource.
+func (o *ScaleOptions) Run(ctx context.Context) error {
+	host := o.host()
+	ms, err := getServing(ctx, o.client, o.namespace, o.Name, host)
+	if err != nil {
+		return err
+	}
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, o.Replicas))
+	scale := &autoscalingv1.Scale{}
+	if err := o.client.SubResource("scale").Patch(ctx, ms, patch, client.WithSubResourceBody(scale), client.FieldOwner(v1.FieldManager)); err != nil {
+		return explain(err, host)
+	}
+	_, err = fmt.Fprintf(o.Streams.Out, "%s scaled to %d group(s)\n", qualified(o.Name), scale.Spec.Replicas)
+	return err
+}
