@@ -6,7 +6,7 @@ export GOFLAGS := -modcacherw
 CONTROLLER_GEN := go tool controller-gen
 GO_TEST_FLAGS ?= -timeout 30m
 
-.PHONY: all build test generate verify-generated fmt-check vet control-plane clean-cache
+.PHONY: all build test generate verify-generated fmt-check vet control-plane clean-cache demo demo-down
 
 all: build
 
@@ -20,6 +20,12 @@ generate: ## Regenerate deepcopy code and the CRD from the API types.
 	@# The LeaderWorkerSet CRD of the sigs.k8s.io/lws version in go.mod, for embedded LWS hosting.
 	@cp "$$(go list -m -f '{{.Dir}}' sigs.k8s.io/lws)/config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml" config/crd/lws/
 	@chmod u+w config/crd/lws/*.yaml
+	$(CONTROLLER_GEN) rbac:roleName=kubectl-llm-operator paths=./pkg/operator output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=kubectl-llm-lws paths=./pkg/operator/lwsrbac output:rbac:artifacts:config=config/rbac/lws
+	@# What `kubectl llm install` applies: the kustomize renders, committed so the binary can embed them.
+	@kubectl=$$(bash hack/build-control-plane.sh)/kubectl; \
+	  $$kubectl kustomize config/default >config/install/default.yaml; \
+	  $$kubectl kustomize config/embedded >config/install/embedded.yaml
 
 verify-generated: generate ## Fail when generated files differ from what is committed.
 	@if ! git diff --quiet -- api config || [ -n "$$(git ls-files --others --exclude-standard -- api config)" ]; then \
@@ -39,6 +45,12 @@ test: ## Everything CI checks: generated files, gofmt, vet, and all tests agains
 	@assets=$$(bash hack/build-control-plane.sh); \
 	$(MAKE) --no-print-directory verify-generated fmt-check vet; \
 	KUBEBUILDER_ASSETS=$$assets go test $(GO_TEST_FLAGS) ./...
+
+demo: ## The demo: simulated GPU cluster, operator hosting LWS, a two-group serving.
+	bash hack/demo.sh up
+
+demo-down: ## Stop the demo.
+	bash hack/demo.sh down
 
 clean-cache: ## Remove the cached control-plane binaries.
 	rm -rf "$${KUBECTL_LLM_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/kubectl-llm}/tools"
