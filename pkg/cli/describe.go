@@ -154,7 +154,7 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	fmt.Fprintf(kv, "Name:\t%s\n", ms.Name)
 	fmt.Fprintf(kv, "Namespace:\t%s\n", ms.Namespace)
 	fmt.Fprintf(kv, "Model:\t%s\n", spec.Model)
-	fmt.Fprintf(kv, "Engine:\t%s %s, port %d\n", orDefault(string(spec.Engine.Type), "vllm"), operator.EngineImage(spec.Engine), spec.Engine.Port)
+	fmt.Fprintf(kv, "Engine:\t%s, image %s, port %d\n", orDefault(string(spec.Engine.Type), "vllm"), operator.EngineImage(spec.Engine), spec.Engine.Port)
 	fmt.Fprintf(kv, "Groups:\t%d desired, %d exist, %d ready, %d up-to-date; %d pod(s) per group, %d nvidia.com/gpu per pod\n",
 		s.Desired, s.Replicas, s.Ready, s.Updated, max(spec.GroupSize, 1), gpus)
 	r := spec.Rollout
@@ -266,9 +266,9 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 			rows = append(rows, []string{branch(gp, lastGroup) + label, o.colors.state(map[bool]string{true: "Ready", false: state}[g.Ready()]), g.Reason()})
 			for k, p := range g.Pods {
 				pp := indent(gp, lastGroup)
-				name := p.Name
-				if name == "" {
-					name = "(missing)"
+				name := p.Name + " (" + p.Role() + ")"
+				if p.Name == "" {
+					name = p.Role() + " (no pod)"
 				}
 				info := p.Reason
 				if p.Node != "" {
@@ -277,7 +277,7 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 				if p.Restarts > 0 && !strings.Contains(p.Reason, "restarted") {
 					info += fmt.Sprintf("  restarts %d", p.Restarts)
 				}
-				rows = append(rows, []string{branch(pp, k == len(g.Pods)-1) + name + " (" + p.Role() + ")", o.colors.state(string(p.State)), info})
+				rows = append(rows, []string{branch(pp, k == len(g.Pods)-1) + name, o.colors.state(string(p.State)), info})
 			}
 		}
 	}

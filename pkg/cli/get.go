@@ -270,7 +270,7 @@ func renderTable(w io.Writer, rows [][]string, widths []int) []int {
 			}
 			b.WriteString(strings.Repeat(" ", max(pad, 1)))
 		}
-		fmt.Fprintln(w, b.String())
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
 	return widths
 }
