@@ -140,7 +140,7 @@ func TestSummarize(t *testing.T) {
 			pods: append(twoGroups("r1", "r1"), fixtures.Pod("qwen", 2, 0, "r2").Unschedulable(gpuMsg).Obj(),
 				fixtures.Pod("qwen", 2, 1, "r2").Unschedulable(gpuMsg).Obj()),
 			phase: v1.PhaseDegraded, available: "True/MinimumGroupsAvailable", progress: "True/RollingOut", degrade: "True/InsufficientGPU",
-			counts: [3]int32{3, 2, 0}, msgHas: "group 2 leader; group 2 worker 1 cannot be scheduled: Insufficient nvidia.com/gpu",
+			counts: [3]int32{3, 2, 0}, msgHas: "group 2 leader; group 2 worker 1 cannot be scheduled: Insufficient nvidia.com/gpu; a surge group needs a whole group of spare GPUs",
 		},
 		{
 			name:  "a crash-looping worker",

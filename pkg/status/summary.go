@@ -163,24 +163,43 @@ func degradedCondition(s Summary, in Input) metav1.Condition {
 		c.Reason, c.Message = v1.ReasonInvalidSpec, in.SpecError.Error()
 		return c
 	}
-	var gpu, unsched, failing []string
+	var gpu, unsched, failing, holding []string
+	surgeShort := false
 	for _, g := range s.Groups {
+		scheduled, starved := 0, 0
 		for _, p := range g.Pods {
 			where := fmt.Sprintf("group %d %s", g.Index, p.Role())
+			if p.Node != "" {
+				scheduled++
+			}
 			switch {
 			case p.State == PodPending && strings.Contains(p.Reason, insufficientGPU):
 				gpu = append(gpu, where)
+				starved++
+				surgeShort = surgeShort || g.Surge
 			case p.State == PodPending && strings.HasPrefix(p.Reason, "FailedScheduling"):
 				unsched = append(unsched, where+": "+strings.TrimPrefix(p.Reason, "FailedScheduling: "))
 			case p.State == PodFailing:
 				failing = append(failing, where+": "+p.Reason)
 			}
 		}
+		if starved > 0 && scheduled > 0 {
+			holding = append(holding, fmt.Sprint(g.Index))
+		}
 	}
 	switch {
 	case len(gpu) > 0:
 		c.Reason = v1.ReasonInsufficientGPU
-		c.Message = fmt.Sprintf("%s cannot be scheduled: %s; free GPUs or lower spec.rollout.maxSurge", listShort(gpu), insufficientGPU)
+		c.Message = fmt.Sprintf("%s cannot be scheduled: %s", listShort(gpu), insufficientGPU)
+		switch {
+		case len(holding) > 0:
+			c.Message += fmt.Sprintf("; group(s) %s hold GPUs while their other pods wait (LeaderWorkerSet does not gang-schedule): "+
+				"add GPU nodes, lower spec.replicas, or use a gang scheduler through spec.scheduling.schedulerName", strings.Join(holding, ", "))
+		case surgeShort:
+			c.Message += "; a surge group needs a whole group of spare GPUs: free GPUs or set spec.rollout.maxSurge to 0"
+		default:
+			c.Message += "; add GPU nodes or lower spec.replicas"
+		}
 	case len(unsched) > 0:
 		c.Reason, c.Message = v1.ReasonUnschedulable, "cannot be scheduled: "+listShort(unsched)
 	case len(failing) > 0:
