@@ -143,7 +143,14 @@ func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 		for i := range items {
 			rows = append(rows, o.row(&items[i], ""))
 		}
-		widths = renderTable(o.Streams.Out, rows, nil)
+		// Later lines may say a longer phase than the first table did: keep them aligned.
+		widths = renderTable(io.Discard, rows, nil)
+		for i, h := range rows[0] {
+			if h == "PHASE" {
+				widths[i] = max(widths[i], len(v1.PhaseProgressing))
+			}
+		}
+		renderTable(o.Streams.Out, rows, widths)
 		return false, nil
 	}
 	onEvent := func(t watch.EventType, ms *v1.ModelServing) (bool, error) {

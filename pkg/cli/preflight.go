@@ -349,7 +349,7 @@ func (o *PreflightOptions) report(ctx context.Context, ms, existing *v1.ModelSer
 	if !r.Fit.Fits {
 		fit.Result = "FAIL"
 		if exists {
-			fit.Detail += "; free GPUs, or roll in place with --max-surge 0 (kubectl llm deploy) or strategy Recreate"
+			fit.Detail += "; free GPUs, or set spec.rollout.maxSurge to 0 (or strategy Recreate) to replace groups in place"
 		} else {
 			fit.Detail += "; free GPUs or ask for fewer groups"
 		}

@@ -18,6 +18,7 @@ type ScaleOptions struct {
 	Name     string
 	Replicas int32
 
+	set       func(string) bool
 	client    client.WithWatch
 	namespace string
 }
@@ -33,12 +34,13 @@ uses. Each group is groupSize pods.`,
 		ValidArgsFunction: completeServingNames(root),
 		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
-	cmd.Flags().Int32Var(&o.Replicas, "replicas", -1, "The number of groups (required)")
+	cmd.Flags().Int32Var(&o.Replicas, "replicas", 0, "The number of groups (required)")
 	return cmd
 }
 
 // Complete reads NAME and resolves the client.
-func (o *ScaleOptions) Complete(_ *cobra.Command, args []string) error {
+func (o *ScaleOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.set = cmd.Flags().Changed
 	name, err := exactlyOneName(args, "kubectl llm scale NAME --replicas N")
 	if err != nil {
 		return err
@@ -50,7 +52,7 @@ func (o *ScaleOptions) Complete(_ *cobra.Command, args []string) error {
 
 // Validate checks --replicas.
 func (o *ScaleOptions) Validate() error {
-	if o.Replicas == -1 {
+	if !o.set("replicas") {
 		return fmt.Errorf("--replicas is required: the number of groups, e.g. --replicas 2")
 	}
 	if o.Replicas < 0 || o.Replicas > 1000 {

@@ -69,6 +69,12 @@ type seededPod struct {
 
 func seedPod(t *testing.T, ns string, gpus int64, b *fixtures.PodBuilder, finalizer bool) *seededPod {
 	t.Helper()
+	return seedPodWith(t, ns, gpus, b, finalizer, nil)
+}
+
+// seedPodWith is seedPod with a last change to the pod before it is created (its node, say).
+func seedPodWith(t *testing.T, ns string, gpus int64, b *fixtures.PodBuilder, finalizer bool, mutate func(*corev1.Pod)) *seededPod {
+	t.Helper()
 	p := b.Obj()
 	pod := p.DeepCopy()
 	pod.Namespace = ns
@@ -82,6 +88,9 @@ func seedPod(t *testing.T, ns string, gpus int64, b *fixtures.PodBuilder, finali
 	pod.Spec.Containers = []corev1.Container{c}
 	if finalizer {
 		pod.Finalizers = []string{"test.kubectl-llm.dev/keep"}
+	}
+	if mutate != nil {
+		mutate(pod)
 	}
 	create(t, pod)
 	if finalizer {

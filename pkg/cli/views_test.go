@@ -133,4 +133,3 @@ func TestDescribeAServingTheOperatorHasNotSeen(t *testing.T) {
 	expectCode(t, r, 0)
 	golden(t, "describe-new", r.Out)
 }
-

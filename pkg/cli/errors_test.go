@@ -1,0 +1,147 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-llm/kubectl-llm/pkg/cli"
+	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
+)
+
+// TestBadInvocations runs commands a person gets wrong and checks each says what is wrong,
+// naming the flag or the argument, with exit code 1. The whole transcript is a golden file too.
+func TestBadInvocations(t *testing.T) {
+	ns := namespace(t, "bad-invocations")
+	seedServing(t, ns, fixtures.Serving("qwen", ns).Replicas(3))
+	manifest := filepath.Join(t.TempDir(), "ms.yaml")
+	if err := os.WriteFile(manifest, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"deploy", "--model", "x"}, "NAME is required: kubectl llm deploy NAME --model MODEL"},
+		{[]string{"deploy", "q"}, "--model is required"},
+		{[]string{"deploy", "q", "r", "--model", "x"}, "expected one NAME, got 2 arguments (q r)"},
+		{[]string{"deploy", "Qwen_3", "--model", "x"}, `NAME "Qwen_3" is not a valid object name`},
+		{[]string{"deploy", "q", "--model", "x", "--engine", "tgi"}, `--engine must be vllm, sglang or custom, not "tgi"`},
+		{[]string{"deploy", "q", "--model", "x", "--engine", "custom"}, "--image is required with --engine custom"},
+		{[]string{"deploy", "q", "--model", "x", "--gpus", "-1"}, "--gpus must be 0 or more GPUs per pod, not -1"},
+		{[]string{"deploy", "q", "--model", "x", "--group-size", "0"}, "--group-size must be between 1 and 64 pods per group, not 0"},
+		{[]string{"deploy", "q", "--model", "x", "--replicas", "1001"}, "--replicas must be between 0 and 1000 groups, not 1001"},
+		{[]string{"deploy", "q", "--model", "x", "--replicas", "two"}, `invalid argument "two" for "--replicas" flag`},
+		{[]string{"deploy", "q", "--model", "x", "--port", "70000"}, "--port must be between 1 and 65535, not 70000"},
+		{[]string{"deploy", "q", "--model", "x", "--max-surge", "0", "--max-unavailable", "0"}, "--max-surge and --max-unavailable cannot both be 0"},
+		{[]string{"deploy", "q", "--model", "x", "--max-surge", "lots"}, `--max-surge must be a number of groups or a percentage such as 25%, not "lots"`},
+		{[]string{"deploy", "q", "--model", "x", "--max-unavailable", "-1"}, `--max-unavailable must be a number of groups or a percentage such as 25%, not "-1"`},
+		{[]string{"deploy", "q", "--model", "x", "--strategy", "BlueGreen"}, `--strategy must be RollingUpdate or Recreate, not "BlueGreen"`},
+		{[]string{"deploy", "q", "--model", "x", "--strategy", "Recreate", "--max-surge", "1"}, "--max-surge must be 0 with --strategy Recreate"},
+		{[]string{"deploy", "q", "--model", "x", "--memory", "lots"}, `--memory must be a quantity such as 8 or 64Gi, not "lots"`},
+		{[]string{"deploy", "q", "--model", "x", "--weights", "ftp://x"}, `--weights must start with pvc://, hf:// or s3://, not "ftp://x"`},
+		{[]string{"deploy", "q", "--model", "x", "--env", "NOVALUE"}, `--env must be KEY=VALUE, not "NOVALUE"`},
+		{[]string{"deploy", "q", "--model", "x", "--partition", "-2"}, "--partition must be 0 or more, not -2"},
+		{[]string{"deploy", "q", "--model", "x", "--dry-run=maybe"}, `--dry-run must be "none", "client" or "server", not "maybe"`},
+		{[]string{"deploy", "q", "--model", "x", "-o", "table"}, `--output (-o) must be one of yaml, json, name, not "table"`},
+		{[]string{"deploy", "-f", manifest, "--model", "x"}, "--model cannot be combined with -f"},
+		{[]string{"deploy", "-f", manifest}, "expected apiVersion serving.kubectl-llm.dev/v1alpha1, kind ModelServing; got apiVersion \"v1\", kind \"ConfigMap\""},
+		{[]string{"deploy", "-f", "/does/not/exist.yaml"}, "-f: open /does/not/exist.yaml: no such file or directory"},
+		{[]string{"deploy", "q", "--model", "x", "--frobnicate"}, "unknown flag: --frobnicate"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" for "kubectl llm"`},
+		{[]string{"get", "-o", "xml"}, `--output (-o) must be one of table, wide, yaml, json, name, not "xml"`},
+		{[]string{"get", "qwen", "-A"}, "NAME cannot be combined with --all-namespaces (-A)"},
+		{[]string{"get", "-w", "-o", "yaml"}, "--watch (-w) prints table lines: use it with -o table or -o wide, not -o yaml"},
+		{[]string{"get", "a", "b"}, "expected at most one NAME, got 2 arguments (a b)"},
+		{[]string{"get", "qwne"}, `modelserving "qwne" not found in namespace "bad-invocations"; did you mean qwen?`},
+		{[]string{"describe"}, "NAME is required: kubectl llm describe NAME"},
+		{[]string{"describe", "llama"}, `modelserving "llama" not found in namespace "bad-invocations" (kubectl llm get lists the 1 there)`},
+		{[]string{"rollout", "status", "qwen", "--timeout", "-1s"}, "--timeout must be 0 (wait forever) or a positive duration such as 10m, not -1s"},
+		{[]string{"rollout", "history", "qwen", "--revision", "-3"}, "--revision must be a revision number of 1 or more, not -3"},
+		{[]string{"rollout", "undo", "qwen", "--to-revision", "-1"}, "--to-revision must be 0 (the previous revision) or a revision number, not -1"},
+		{[]string{"rollout", "undo", "qwen"}, `serving "qwen" has no previous revision to roll back to`},
+		{[]string{"rollout", "undo", "qwen", "--to-revision", "4"}, `revision 4 of serving "qwen" not found: no revisions are recorded`},
+		{[]string{"rollout", "resume", "qwen"}, `serving "qwen" is not paused`},
+		{[]string{"set", "image", "qwen"}, "expected NAME and IMAGE, got 1 argument(s): kubectl llm set image NAME IMAGE"},
+		{[]string{"set", "image", "qwen", "bad image"}, `IMAGE "bad image" is not an image reference`},
+		{[]string{"scale", "qwen"}, "--replicas is required: the number of groups, e.g. --replicas 2"},
+		{[]string{"scale", "qwen", "--replicas", "-2"}, "--replicas must be between 0 and 1000 groups, not -2"},
+		{[]string{"canary", "qwen", "--groups", "1"}, "--image or --model is required"},
+		{[]string{"canary", "qwen", "--image", "x:1"}, "--groups is required"},
+		{[]string{"canary", "qwen", "--image", "x:1", "--groups", "0"}, "--groups must be 1 or more, not 0"},
+		{[]string{"canary", "qwen", "--image", "x:1", "--groups", "5"}, `--groups 5 is more than the 3 group(s) of serving "qwen"`},
+		{[]string{"canary", "promote", "qwen"}, `serving "qwen" has no canary to promote: spec.rollout.partition is already 0`},
+		{[]string{"canary", "abort", "qwen"}, `serving "qwen" has no current revision recorded yet`},
+		{[]string{"restart", "qwen", "--group", "7"}, `--group 7 does not exist: serving "qwen" has groups 0 to 2`},
+		{[]string{"restart", "qwen", "--group", "-1"}, "--group must be a group index of 0 or more, not -1"},
+		{[]string{"preflight"}, "NAME is required: kubectl llm preflight NAME"},
+	}
+	var transcript strings.Builder
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := run(t, time.Now(), append([]string{"-n", ns}, tc.args...)...)
+			fmt.Fprintf(&transcript, "$ kubectl llm %s\nexit %d\n%s\n", strings.ReplaceAll(strings.Join(tc.args, " "), manifest, "ms.yaml"), r.Code, strings.ReplaceAll(r.Err, manifest, "ms.yaml"))
+			if r.Code != 1 {
+				t.Errorf("exit code %d, want 1 (stderr %q)", r.Code, r.Err)
+			}
+			if !strings.HasPrefix(r.Err, "error: ") || !strings.Contains(r.Err, tc.want) {
+				t.Errorf("stderr %q does not say %q", r.Err, tc.want)
+			}
+		})
+	}
+	if got := getServing(t, ns, "qwen"); *got.Spec.Replicas != 3 || got.Spec.Engine.Image != "" {
+		t.Errorf("a refused invocation changed the serving: %+v", got.Spec)
+	}
+	golden(t, "errors", transcript.String())
+}
+
+// TestNoClusterReachable points the plugin at a port nothing listens on.
+func TestNoClusterReachable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := writeKubeconfig(path, "https://127.0.0.1:1", nil, nil, nil, "token"); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	o := &cli.RootOptions{ConfigFlags: genericclioptions.NewConfigFlags(true),
+		Streams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}, Clock: clocktesting.NewFakePassiveClock(time.Now())}
+	cmd := cli.NewRootCommandWith(o)
+	cmd.SetArgs([]string{"--kubeconfig", path, "--request-timeout", "5s", "get"})
+	code := cli.Execute(context.Background(), cmd, &errOut)
+	if code != 1 || !strings.HasPrefix(errOut.String(), "error: cannot reach the cluster at https://127.0.0.1:1: ") ||
+		!strings.Contains(errOut.String(), "(is it running? check --kubeconfig, --context and --server)") {
+		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestCRDNotInstalled uses a client whose API discovery knows no ModelServing, as in a cluster
+// where kubectl llm install never ran.
+func TestCRDNotInstalled(t *testing.T) {
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: operator.Scheme(), Mapper: meta.NewDefaultRESTMapper(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"get"}, {"describe", "qwen"}, {"rollout", "status", "qwen"}, {"scale", "qwen", "--replicas", "1"}} {
+		var out, errOut bytes.Buffer
+		o := &cli.RootOptions{ConfigFlags: genericclioptions.NewConfigFlags(true), Client: c,
+			Streams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}, Clock: clocktesting.NewFakePassiveClock(time.Now())}
+		cmd := cli.NewRootCommandWith(o)
+		cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
+		code := cli.Execute(context.Background(), cmd, &errOut)
+		want := "error: the ModelServing API (modelservings.serving.kubectl-llm.dev/v1alpha1) is not installed in this cluster: run kubectl llm install\n"
+		if code != 1 || errOut.String() != want {
+			t.Errorf("%v: exit %d, stderr %q, want %q", args, code, errOut.String(), want)
+		}
+	}
+}
