@@ -1,0 +1,202 @@
+// Package sim starts the simulated GPU cluster of hack/sim.sh (kwokctl, binary runtime:
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with fake
+// nodes carrying nvidia.com/gpu) for end-to-end tests.
+//
+// Each Start makes its own cluster (own state directory, name and ports), so test
+// packages may run at the same time (their `hack/sim.sh up`s take turns, ~10 s each). Stop the cluster when done, e.g. from TestMain:
+//
+//	c, err := sim.Start(ctx)
+//	...
+//	code := m.Run()
+//	c.Stop()
+//
+// The components are detached processes that would outlive a test binary that dies
+// without calling Stop (a panic, a `go test -timeout`): Start also leaves a small
+// watchdog process that deletes the cluster once the test process is gone.
+package sim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Defaults of hack/sim.sh.
+const (
+	DefaultNodes       = 4
+	DefaultGPUsPerNode = 8
+	// NodeNamePrefix names the fake GPU nodes: gpu-node-0, gpu-node-1, ...
+	NodeNamePrefix = "gpu-node-"
+	// GPUResource is the extended resource the fake nodes offer.
+	GPUResource = "nvidia.com/gpu"
+)
+
+// Options shape the cluster; zero values take hack/sim.sh's defaults.
+type Options struct {
+	// Nodes is the number of fake GPU nodes (SIM_NODES).
+	Nodes int
+	// GPUsPerNode is the nvidia.com/gpu capacity of each node (SIM_GPUS).
+	GPUsPerNode int
+	// Log receives the output of hack/sim.sh (kwokctl's logs); nil discards it (it is
+	// still included in errors).
+	Log io.Writer
+}
+
+// Cluster is a running simulated cluster.
+type Cluster struct {
+	// Name is the kwokctl cluster name (SIM_NAME).
+	Name string
+	// Dir is the state directory (SIM_DIR): kubeconfig, rendered config, kwokctl workdir
+	// with the components' logs under kwok/clusters/<Name>/logs.
+	Dir string
+	// Kubeconfig is the path of the cluster's kubeconfig.
+	Kubeconfig string
+	// Config is a client configuration for the cluster's admin.
+	Config *rest.Config
+	// Nodes and GPUsPerNode are the cluster's shape.
+	Nodes, GPUsPerNode int
+
+	log      io.Writer
+	watchdog *os.Process
+	stopOnce sync.Once
+	stopErr  error
+}
+
+var seq atomic.Int64
+
+// RepoRoot is the root of the kubectl-llm checkout.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Start creates a simulated cluster with the default shape (hack/sim.sh up).
+func Start(ctx context.Context) (*Cluster, error) {
+	return StartWith(ctx, Options{})
+}
+
+// StartWith creates a simulated cluster of the given shape (hack/sim.sh up).
+func StartWith(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Nodes <= 0 {
+		opts.Nodes = DefaultNodes
+	}
+	if opts.GPUsPerNode <= 0 {
+		opts.GPUsPerNode = DefaultGPUsPerNode
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	// Read the script and the config here, so that `go test` caches results of tests using
+	// the cluster only until either changes (it tracks the files a test opens, not those
+	// its child processes do).
+	for _, f := range []string{"sim.sh", filepath.Join("sim", "kwokctl.yaml")} {
+		if _, err := os.ReadFile(filepath.Join(RepoRoot(), "hack", f)); err != nil {
+			return nil, err
+		}
+	}
+	n := seq.Add(1)
+	dir, err := os.MkdirTemp("", fmt.Sprintf("kubectl-llm-sim-%d-%d-", os.Getpid(), n))
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		Name:        fmt.Sprintf("sim-%d-%d", os.Getpid(), n),
+		Dir:         dir,
+		Nodes:       opts.Nodes,
+		GPUsPerNode: opts.GPUsPerNode,
+		log:         opts.Log,
+	}
+	out, err := c.script(ctx, "up")
+	if err != nil {
+		// up may have got as far as starting components.
+		_ = c.Stop()
+		return nil, err
+	}
+	c.Kubeconfig = strings.TrimSpace(out)
+	if c.Kubeconfig != filepath.Join(dir, "kubeconfig") {
+		_ = c.Stop()
+		return nil, fmt.Errorf("hack/sim.sh up printed %q, want the kubeconfig path", out)
+	}
+	c.startWatchdog()
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("load %s: %w", c.Kubeconfig, err)
+	}
+	// The API server runs without QPS limits; do not throttle the tests either.
+	cfg.QPS, cfg.Burst = 200, 400
+	c.Config = cfg
+	return c, nil
+}
+
+// Stop deletes the cluster (hack/sim.sh down): every component process is gone when it
+// returns. It is safe to call more than once.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		if c.watchdog != nil {
+			_ = c.watchdog.Kill()
+			_, _ = c.watchdog.Wait()
+		}
+		_, c.stopErr = c.script(context.Background(), "down")
+		if c.stopErr == nil {
+			c.stopErr = os.RemoveAll(c.Dir)
+		}
+	})
+	return c.stopErr
+}
+
+// LogsDir is the directory of the components' logs (etcd.log, kube-apiserver.log, ...,
+// kwok-controller.log); it is removed by Stop.
+func (c *Cluster) LogsDir() string {
+	return filepath.Join(c.Dir, "kwok", "clusters", c.Name, "logs")
+}
+
+func (c *Cluster) env() []string {
+	return append(os.Environ(),
+		"SIM_DIR="+c.Dir,
+		"SIM_NAME="+c.Name,
+		"SIM_NODES="+strconv.Itoa(c.Nodes),
+		"SIM_GPUS="+strconv.Itoa(c.GPUsPerNode),
+	)
+}
+
+func (c *Cluster) script(ctx context.Context, verb string) (string, error) {
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(RepoRoot(), "hack", "sim.sh"), verb)
+	cmd.Env = c.env()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = io.MultiWriter(&stderr, c.log)
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("hack/sim.sh %s (SIM_DIR=%s): %w\n%s", verb, c.Dir, err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// startWatchdog leaves a process, in its own session so that a Ctrl-C or the end of
+// the test binary does not take it along, that runs `hack/sim.sh down` once this
+// process has exited. Stop kills it first.
+func (c *Cluster) startWatchdog() {
+	script := fmt.Sprintf(`while kill -0 %d 2>/dev/null; do sleep 1; done; exec bash %q down`,
+		os.Getpid(), filepath.Join(RepoRoot(), "hack", "sim.sh"))
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = c.env()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(c.log, "sim: no watchdog for %s: %v\n", c.Name, err)
+		return
+	}
+	c.watchdog = cmd.Process
+}
