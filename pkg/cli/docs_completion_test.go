@@ -80,16 +80,11 @@ func TestGetWatchPrintsALinePerChange(t *testing.T) {
 	now := clockAfter(t, ms)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan result, 1)
-	go func() { done <- runCtx(ctx, t, now, "", "-n", ns, "get", "-w") }()
-	time.Sleep(2 * time.Second)
+	out, done := start(ctx, now, "-n", ns, "get", "-w")
+	waitFor(t, out, "qwen   Qwen/Qwen3-0.6B")
 	writeStatus(t, ms, v1.ModelServingStatus{Phase: v1.PhaseProgressing, Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 2, ReadyGroups: "1/2"})
 	writeStatus(t, ms, v1.ModelServingStatus{Phase: v1.PhaseReady, Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, ReadyGroups: "2/2"})
-	deadline := time.Now().Add(20 * time.Second)
-	for getServing(t, ns, "qwen").Status.Phase != v1.PhaseReady && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(time.Second)
+	waitFor(t, out, "Ready")
 	cancel()
 	r := <-done
 	expectCode(t, r, 0)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,10 +86,53 @@ func run(t *testing.T, now time.Time, args ...string) result {
 
 func runCtx(ctx context.Context, t *testing.T, now time.Time, stdin string, args ...string) result {
 	t.Helper()
-	var out, errOut bytes.Buffer
+	return runTo(ctx, &syncBuffer{}, now, stdin, args...)
+}
+
+// syncBuffer is a buffer a test may read while a command writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start runs a command in the background (until it ends or ctx does) and returns its stdout as it
+// is written, and its result when it ends.
+func start(ctx context.Context, now time.Time, args ...string) (*syncBuffer, <-chan result) {
+	out := &syncBuffer{}
+	done := make(chan result, 1)
+	go func() { done <- runTo(ctx, out, now, "", args...) }()
+	return out, done
+}
+
+// waitFor waits until the command printed want.
+func waitFor(t *testing.T, out *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command did not print %q; it printed:\n%s", want, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func runTo(ctx context.Context, out *syncBuffer, now time.Time, stdin string, args ...string) result {
+	var errOut syncBuffer
 	o := &cli.RootOptions{
 		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		Streams:     genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut},
+		Streams:     genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: out, ErrOut: &errOut},
 		Clock:       clocktesting.NewFakePassiveClock(now),
 	}
 	cmd := cli.NewRootCommandWith(o)

@@ -10,9 +10,6 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 )
 
-// objectFormats are the -o values that print whole objects.
-var objectFormats = []string{"yaml", "json", "name"}
-
 // validOutput checks an -o value against the formats a command prints.
 func validOutput(format string, allowed ...string) error {
 	for _, a := range allowed {

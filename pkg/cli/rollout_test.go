@@ -78,15 +78,14 @@ func TestRolloutStatusWaitsByWatching(t *testing.T) {
 	ms := seedServing(t, ns, fixtures.Serving("qwen", ns).Replicas(2))
 	writeStatus(t, ms, v1.ModelServingStatus{Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 1, Conditions: conditions(now, available, rollingOut, notDegraded)})
 
-	done := make(chan result, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	go func() { done <- runCtx(ctx, t, now, "", "-n", ns, "rollout", "status", "qwen", "--timeout", "50s") }()
-
+	out, done := start(ctx, now, "-n", ns, "rollout", "status", "qwen", "--timeout", "50s")
+	waitFor(t, out, "Waiting for rollout to finish: 1 of 2 groups updated...")
 	select {
 	case r := <-done:
 		t.Fatalf("rollout status returned before the rollout finished: %+v", r)
-	case <-time.After(2 * time.Second):
+	default:
 	}
 	writeStatus(t, ms, v1.ModelServingStatus{Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 2, Conditions: conditions(now, available, rollingOut, notDegraded)})
 	writeStatus(t, ms, v1.ModelServingStatus{Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, Conditions: conditions(now, available, complete, notDegraded)})

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+func TestColourOnlyOnATerminalAndNeverWithNoColor(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, tc := range []struct {
+		name    string
+		o       *RootOptions
+		colored bool
+	}{
+		{"a buffer is not a terminal", &RootOptions{}, false},
+		{"a regular file is not a terminal", &RootOptions{}, false},
+		{"--no-color", &RootOptions{NoColor: true}, false},
+	} {
+		tc.o.Streams.Out = &bytes.Buffer{}
+		if tc.name == "a regular file is not a terminal" {
+			tc.o.Streams.Out = f
+		}
+		if got := newColors(tc.o).state("Failing"); got != "Failing" {
+			t.Errorf("%s: state painted %q", tc.name, got)
+		}
+	}
+	if got := (colors{on: true}).state("Failing"); got != "\x1b[31mFailing\x1b[0m" {
+		t.Errorf("on a terminal Failing is %q, want it red", got)
+	}
+}
+
+func TestRenderTableAlignsColouredCellsByWhatIsVisible(t *testing.T) {
+	c := colors{on: true}
+	var b bytes.Buffer
+	renderTable(&b, [][]string{{"NAME", "PHASE", "AGE"}, {"qwen", c.state("Ready"), "5m"}, {"llama-70b", c.state("Progressing"), "1h"}}, nil)
+	want := "NAME        PHASE         AGE\n" +
+		"qwen        \x1b[32mReady\x1b[0m         5m\n" +
+		"llama-70b   \x1b[33mProgressing\x1b[0m   1h\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+func TestCloseNames(t *testing.T) {
+	names := []string{"qwen", "qwen-large", "llama", "mistral", "qwen3"}
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"qwne", []string{"qwen", "qwen3"}},
+		{"qwen-larg", []string{"qwen-large", "qwen"}}, // closest first; a prefix counts too
+		{"lama", []string{"llama"}},
+		{"gemma", nil},
+	} {
+		got := closeNames(tc.name, names)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+			}
+		}
+	}
+}
