@@ -287,6 +287,9 @@ func (o *DeployOptions) Run(ctx context.Context) error {
 	if err := o.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
 		return explain(err, host)
 	}
+	if o.DryRun == "none" {
+		o.warnWithoutLWS(ctx)
+	}
 	if o.Output != "" {
 		return printObject(u, o.Output, o.Streams.Out)
 	}
@@ -302,6 +305,16 @@ func (o *DeployOptions) Run(ctx context.Context) error {
 	}
 	_, err = fmt.Fprintf(o.Streams.Out, "%s %s\n", qualified(u.GetName()), verb)
 	return err
+}
+
+// warnWithoutLWS says, on stderr, when the cluster has no LeaderWorkerSet API: the serving is
+// stored, but no group starts until LWS is installed or the operator hosts it.
+func (o *DeployOptions) warnWithoutLWS(ctx context.Context) {
+	p := &PreflightOptions{RootOptions: o.RootOptions, client: o.client}
+	if ch := p.crdCheck(ctx, "LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"); ch.Result == "FAIL" {
+		fmt.Fprintln(o.Streams.ErrOut, "Warning: the LeaderWorkerSet API is not installed in this cluster: no group starts until it is"+
+			" (install LWS, or run the operator with --lws=embedded)")
+	}
 }
 
 // preflight checks that the serving's groups fit the spare GPUs: all of them for a new serving,

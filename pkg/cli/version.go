@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -13,14 +15,50 @@ var (
 	date    = "unknown"
 )
 
-func newVersionCommand(o *RootOptions) *cobra.Command {
-	return &cobra.Command{
+// VersionOptions print the client version and, when a cluster is reachable, the API versions it serves.
+type VersionOptions struct {
+	*RootOptions
+	Client bool
+}
+
+func newVersionCommand(root *RootOptions) *cobra.Command {
+	o := &VersionOptions{RootOptions: root}
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the client version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(o.Streams.Out, "Client Version: %s (commit %s, built %s)\n", version, commit, date)
-			return err
-		},
+		Short: "Print the client version and the ModelServing and LeaderWorkerSet API versions of the cluster",
+		Long: `Print the client version and, when the cluster is reachable, which versions of the ModelServing
+and LeaderWorkerSet APIs it serves. --client skips the cluster.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.Run(cmd.Context()) },
 	}
+	cmd.Flags().BoolVar(&o.Client, "client", false, "Print only the client version")
+	return cmd
+}
+
+// Run prints the versions; an unreachable cluster is reported, not an error.
+func (o *VersionOptions) Run(ctx context.Context) error {
+	fmt.Fprintf(o.Streams.Out, "Client Version: %s (commit %s, built %s)\n", version, commit, date)
+	if o.Client {
+		return nil
+	}
+	c, _, err := o.clientAndNamespace()
+	if err != nil {
+		fmt.Fprintf(o.Streams.Out, "Server: not reachable (%v)\n", err)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p := &PreflightOptions{RootOptions: o.RootOptions, client: c}
+	for _, api := range []struct{ what, crd string }{
+		{"ModelServing API", "modelservings.serving.kubectl-llm.dev"},
+		{"LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"},
+	} {
+		ch := p.crdCheck(ctx, api.what, api.crd)
+		detail := ch.Detail
+		if ch.Result == "FAIL" {
+			detail = "not installed"
+		}
+		fmt.Fprintf(o.Streams.Out, "%s: %s\n", api.what, detail)
+	}
+	return nil
 }
