@@ -1,0 +1,263 @@
+package tui
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+)
+
+// Snapshot is what the cluster holds for the view at one moment.
+type Snapshot struct {
+	// Serving is the watched serving; nil until it exists (or after it was deleted).
+	Serving *v1.ModelServing
+	Pods    []corev1.Pod
+	Events  []corev1.Event // oldest first, at most maxEvents
+	// Servings is the namespace's servings, by name (list mode).
+	Servings []v1.ModelServing
+	// Synced is true once every watch has listed what exists.
+	Synced bool
+	// Err is the last error of a watch (it retries by itself).
+	Err error
+}
+
+// maxEvents bounds the events a snapshot carries.
+const maxEvents = 20
+
+// source opens streams: one per screen (a serving, or the list of servings).
+type source interface {
+	open(ctx context.Context, namespace, name string) *stream
+}
+
+var streamIDs atomic.Int64
+
+// stream delivers snapshots. Changes only mark it dirty; a snapshot is built when the view asks
+// for the next one, so a burst of watch events becomes one snapshot.
+type stream struct {
+	id     int64
+	notify chan struct{} // capacity 1: something changed since the last snapshot
+	build  func() Snapshot
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func newStream(ctx context.Context, build func() Snapshot) *stream {
+	ctx, cancel := context.WithCancel(ctx)
+	return &stream{id: streamIDs.Add(1), notify: make(chan struct{}, 1), build: build, ctx: ctx, cancel: cancel}
+}
+
+// changed marks the stream dirty; it never blocks.
+func (s *stream) changed() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// snapshotMsg carries a snapshot of stream id.
+type snapshotMsg struct {
+	stream int64
+	snap   Snapshot
+}
+
+// next is the Cmd that waits for the stream's next change; the model re-arms it after each one.
+func (s *stream) next() tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case <-s.notify:
+			return snapshotMsg{stream: s.id, snap: s.build()}
+		case <-s.ctx.Done():
+			return nil
+		}
+	}
+}
+
+// Snapshots runs watches and delivers their changes to fn as snapshots, at most one per interval,
+// until ctx ends. It is the source of RunPlain, and of the view's tests against an API server.
+func (s *stream) snapshots(ctx context.Context, interval time.Duration, fn func(Snapshot)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.ctx.Done():
+			return
+		case <-s.notify:
+			fn(s.build())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+// watchSource opens streams on informers (a list, then a watch stream, re-listed only when the
+// watch expires) through a controller-runtime client.
+type watchSource struct {
+	client client.WithWatch
+}
+
+func (w watchSource) open(ctx context.Context, ns, name string) *stream {
+	var (
+		mu      sync.Mutex
+		lastErr error
+	)
+	setErr := func(err error) {
+		mu.Lock()
+		lastErr = err
+		mu.Unlock()
+	}
+	var st *stream
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { setErr(nil); st.changed() },
+		UpdateFunc: func(any, any) { setErr(nil); st.changed() },
+		DeleteFunc: func(any) { st.changed() },
+	}
+	var informers []cache.Controller
+	quiet := logr.Discard()
+	inform := func(obj runtime.Object, list func() client.ObjectList, opts func(*metav1.ListOptions)) cache.Store {
+		store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
+			// The reflector logs its retries through klog, to stderr: that would tear the screen.
+			// Its errors reach the view through the snapshot instead.
+			Logger:        &quiet,
+			ListerWatcher: w.listWatch(ns, list, opts, setErr),
+			ObjectType:    obj,
+			Handler:       handler,
+		})
+		informers = append(informers, ctrl)
+		return store
+	}
+	synced := func() bool {
+		for _, c := range informers {
+			if !c.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}
+	errOf := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return lastErr
+	}
+
+	var build func() Snapshot
+	if name == "" {
+		servings := inform(&v1.ModelServing{}, func() client.ObjectList { return &v1.ModelServingList{} }, nil)
+		build = func() Snapshot {
+			snap := Snapshot{Synced: synced(), Err: errOf()}
+			for _, o := range servings.List() {
+				snap.Servings = append(snap.Servings, *o.(*v1.ModelServing))
+			}
+			sort.Slice(snap.Servings, func(i, j int) bool { return snap.Servings[i].Name < snap.Servings[j].Name })
+			return snap
+		}
+	} else {
+		servings := inform(&v1.ModelServing{}, func() client.ObjectList { return &v1.ModelServingList{} },
+			func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+			})
+		pods := inform(&corev1.Pod{}, func() client.ObjectList { return &corev1.PodList{} },
+			func(o *metav1.ListOptions) { o.LabelSelector = operator.PodSelector(name) })
+		events := inform(&corev1.Event{}, func() client.ObjectList { return &corev1.EventList{} },
+			func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.Set{"involvedObject.kind": "ModelServing", "involvedObject.name": name}.String()
+			})
+		build = func() Snapshot {
+			snap := Snapshot{Synced: synced(), Err: errOf()}
+			for _, o := range servings.List() {
+				snap.Serving = o.(*v1.ModelServing)
+			}
+			for _, o := range pods.List() {
+				snap.Pods = append(snap.Pods, *o.(*corev1.Pod))
+			}
+			for _, o := range events.List() {
+				snap.Events = append(snap.Events, *o.(*corev1.Event))
+			}
+			snap.Events = latestEvents(snap.Events, maxEvents)
+			return snap
+		}
+	}
+	st = newStream(ctx, build)
+	for _, inf := range informers {
+		go inf.RunWithContext(st.ctx)
+	}
+	// The first snapshot says "nothing yet" (or "not found") once every list is done.
+	go func() {
+		if cache.WaitForCacheSync(st.ctx.Done(), synced) {
+			st.changed()
+		}
+	}()
+	return st
+}
+
+func (w watchSource) listWatch(ns string, newList func() client.ObjectList, opts func(*metav1.ListOptions), setErr func(error)) cache.ListerWatcher {
+	options := func(o metav1.ListOptions) *client.ListOptions {
+		if opts != nil {
+			opts(&o)
+		}
+		return &client.ListOptions{Namespace: ns, Raw: &o}
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			list := newList()
+			err := w.client.List(ctx, list, options(o))
+			if err != nil {
+				setErr(err)
+			}
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			wi, err := w.client.Watch(ctx, newList(), options(o))
+			if err != nil {
+				setErr(err)
+			}
+			return wi, err
+		},
+	}
+}
+
+// eventTime is when an event last happened.
+func eventTime(e corev1.Event) time.Time {
+	t := e.LastTimestamp.Time
+	if e.Series != nil && e.Series.LastObservedTime.After(t) {
+		t = e.Series.LastObservedTime.Time
+	}
+	if e.EventTime.After(t) {
+		t = e.EventTime.Time
+	}
+	if t.IsZero() {
+		t = e.CreationTimestamp.Time
+	}
+	return t
+}
+
+// latestEvents keeps the n latest events, oldest first.
+func latestEvents(events []corev1.Event, n int) []corev1.Event {
+	sort.SliceStable(events, func(i, j int) bool {
+		ti, tj := eventTime(events[i]), eventTime(events[j])
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return events[i].Name < events[j].Name
+	})
+	if len(events) > n {
+		events = events[len(events)-n:]
+	}
+	return events
+}
