@@ -93,7 +93,7 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	d := &describeData{serving: ms}
 	mine := client.MatchingLabels{v1.LabelName: ms.Name}
 	var revs appsv1.ControllerRevisionList
-	if err := o.client.List(ctx, &revs, client.InNamespace(ms.Namespace), mine); err != nil {
+	if err := o.client.List(ctx, &revs, operator.RevisionListOptions(ms.Namespace, ms.Name)...); err != nil {
 		return nil, fmt.Errorf("list revisions: %w", explain(err, host))
 	}
 	d.revisions = revs.Items

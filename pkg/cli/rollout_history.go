@@ -114,7 +114,7 @@ func servingRevisions(ctx context.Context, c client.Client, ns, name, host strin
 		return nil, nil, err
 	}
 	var list appsv1.ControllerRevisionList
-	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name}); err != nil {
+	if err := c.List(ctx, &list, operator.RevisionListOptions(ns, name)...); err != nil {
 		return nil, nil, fmt.Errorf("list revisions: %w", explain(err, host))
 	}
 	revs := list.Items

@@ -189,7 +189,7 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	}
 
 	revs := &appsv1.ControllerRevisionList{}
-	if err := r.Client.List(ctx, revs, client.InNamespace(ms.Namespace), client.MatchingLabels{v1.LabelName: ms.Name}); err != nil {
+	if err := r.Client.List(ctx, revs, RevisionListOptions(ms.Namespace, ms.Name)...); err != nil {
 		return nil, false, fmt.Errorf("list ControllerRevisions of %s: %w", key, err)
 	}
 	for i := range revs.Items {
@@ -508,7 +508,7 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ServiceName(ms.Name)}},
 	}
 	revs := &appsv1.ControllerRevisionList{}
-	if err := r.Client.List(ctx, revs, client.InNamespace(ms.Namespace), client.MatchingLabels{v1.LabelName: ms.Name}); err != nil {
+	if err := r.Client.List(ctx, revs, RevisionListOptions(ms.Namespace, ms.Name)...); err != nil {
 		return ctrl.Result{}, err
 	}
 	for i := range revs.Items {

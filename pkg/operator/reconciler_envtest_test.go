@@ -150,6 +150,25 @@ func waitServing(t *testing.T, ns, name, what string, cond func(*v1.ModelServing
 	return &got
 }
 
+// updateServing re-reads the serving and applies change until the write is not in conflict with
+// the operator's own status writes.
+func updateServing(t *testing.T, ns, name string, change func(*v1.ModelServing)) *v1.ModelServing {
+	t.Helper()
+	ms := &v1.ModelServing{}
+	eventually(t, 10*time.Second, "an update of "+name, func() (bool, error) {
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, ms); err != nil {
+			return false, err
+		}
+		change(ms)
+		err := env.Client.Update(context.Background(), ms)
+		if err != nil && !apierrors.IsConflict(err) {
+			t.Fatal(err)
+		}
+		return err == nil, err
+	})
+	return ms
+}
+
 func revisionLabel(lws *lwsv1.LeaderWorkerSet) string {
 	return lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels[v1.LabelRevision]
 }
@@ -177,9 +196,10 @@ func TestChildrenAreCreatedWithTheRightSpecAndOwner(t *testing.T) {
 		t.Errorf("network config = %+v, want Shared", lws.Spec.NetworkConfig)
 	}
 	svc := &corev1.Service{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: operator.ServiceName("qwen")}, svc); err != nil {
-		t.Fatal(err)
-	}
+	eventually(t, 10*time.Second, "the Service", func() (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: operator.ServiceName("qwen")}, svc)
+		return err == nil, err
+	})
 	if r := metav1.GetControllerOf(svc); r == nil || r.UID != ms.UID || svc.Spec.Ports[0].Port != 8000 ||
 		svc.Spec.Selector[lwsv1.WorkerIndexLabelKey] != "0" {
 		t.Errorf("Service = owner %+v ports %+v selector %v", r, svc.Spec.Ports, svc.Spec.Selector)
@@ -417,11 +437,10 @@ func TestSpecChangeRollsTheTemplateRecordsARevisionAndPauseHoldsIt(t *testing.T)
 	rev1 := first.Status.UpdateRevision
 
 	// Pause, then change the image: the LWS keeps revision 1, a revision 2 is recorded.
-	first.Spec.Rollout.Paused = true
-	first.Spec.Engine.Image = "vllm/vllm-openai:v0.12.0"
-	if err := env.Client.Update(ctx, first); err != nil {
-		t.Fatal(err)
-	}
+	updateServing(t, ns, "qwen", func(ms *v1.ModelServing) {
+		ms.Spec.Rollout.Paused = true
+		ms.Spec.Engine.Image = "vllm/vllm-openai:v0.12.0"
+	})
 	paused := waitServing(t, ns, "qwen", "paused status", func(ms *v1.ModelServing) bool {
 		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
 		return ms.Status.ObservedGeneration == ms.Generation && c != nil && c.Reason == v1.ReasonRolloutPaused
@@ -443,10 +462,7 @@ func TestSpecChangeRollsTheTemplateRecordsARevisionAndPauseHoldsIt(t *testing.T)
 	}
 
 	// Resume: the LWS template moves to revision 2.
-	paused.Spec.Rollout.Paused = false
-	if err := env.Client.Update(ctx, paused); err != nil {
-		t.Fatal(err)
-	}
+	updateServing(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Rollout.Paused = false })
 	lws = waitLWS(t, ns, "qwen", func(l *lwsv1.LeaderWorkerSet) bool { return revisionLabel(l) == rev2 })
 	if img := lws.Spec.LeaderWorkerTemplate.LeaderTemplate.Spec.Containers[0].Image; img != "vllm/vllm-openai:v0.12.0" {
 		t.Errorf("resumed LWS image = %s", img)
@@ -459,11 +475,8 @@ func TestANewRestartIDStampsTheTemplate(t *testing.T) {
 	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
 		t.Fatal(err)
 	}
-	ms := waitServing(t, ns, "qwen", "first pass", func(ms *v1.ModelServing) bool { return ms.Status.UpdateRevision != "" })
-	ms.Spec.Restart = &v1.RestartSpec{ID: "2026-11-29T10:00:00Z"}
-	if err := env.Client.Update(ctx, ms); err != nil {
-		t.Fatal(err)
-	}
+	waitServing(t, ns, "qwen", "first pass", func(ms *v1.ModelServing) bool { return ms.Status.UpdateRevision != "" })
+	ms := updateServing(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Restart = &v1.RestartSpec{ID: "2026-11-29T10:00:00Z"} })
 	lws := waitLWS(t, ns, "qwen", func(l *lwsv1.LeaderWorkerSet) bool {
 		return l.Spec.LeaderWorkerTemplate.WorkerTemplate.Annotations[v1.AnnotationRestartID] == "2026-11-29T10:00:00Z"
 	})
@@ -545,10 +558,7 @@ func TestASpecTheOperatorCannotServeIsDegradedNamingTheField(t *testing.T) {
 		t.Errorf("the serving kept being written (%s -> %s)", rv, again.ResourceVersion)
 	}
 	// Fixing the spec clears it.
-	again.Spec.Template = nil
-	if err := env.Client.Update(ctx, again); err != nil {
-		t.Fatal(err)
-	}
+	updateServing(t, ns, "bad", func(ms *v1.ModelServing) { ms.Spec.Template = nil })
 	waitServing(t, ns, "bad", "recovery", func(ms *v1.ModelServing) bool {
 		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionDegraded)
 		return ms.Status.ObservedGeneration == ms.Generation && c != nil && c.Status == metav1.ConditionFalse
@@ -609,5 +619,34 @@ func TestMetricsReportGroupsPerServing(t *testing.T) {
 	}
 	if found["kubectl_llm_groups_desired"] != 2 || found["kubectl_llm_groups_ready"] != 0 || found["kubectl_llm_reconcile_duration_seconds"] == 0 {
 		t.Errorf("metrics = %v, want groups_desired 2, groups_ready 0 and reconcile durations observed", found)
+	}
+}
+
+func TestRevisionsOfStatefulSetsAreNeitherCountedNorPruned(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	// What the StatefulSet controller records for the leader StatefulSet: our pod labels, no hash label.
+	foreign := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: "qwen-7d9f8c", Namespace: ns, Labels: map[string]string{v1.LabelName: "qwen"}},
+		Data:       runtime.RawExtension{Raw: []byte(`{"spec":{}}`)},
+		Revision:   7,
+	}
+	if err := env.Client.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
+		t.Fatal(err)
+	}
+	ms := waitServing(t, ns, "qwen", "first revision", func(ms *v1.ModelServing) bool { return ms.Status.UpdateRevision != "" })
+	cr := &appsv1.ControllerRevision{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ms.Status.UpdateRevision}, cr); err != nil {
+		t.Fatal(err)
+	}
+	if cr.Revision != 1 {
+		t.Errorf("our first revision is numbered %d; the StatefulSet's revision 7 must not count", cr.Revision)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(foreign), &appsv1.ControllerRevision{}); err != nil {
+		t.Errorf("the operator touched a StatefulSet's revision: %v", err)
 	}
 }

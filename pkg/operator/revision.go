@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 )
@@ -57,6 +58,13 @@ func RevisionName(serving string, r RevisionSpec) string {
 
 // LabelRevisionHash marks a ControllerRevision with its hash.
 const LabelRevisionHash = "serving.kubectl-llm.dev/revision-hash"
+
+// RevisionListOptions select the ControllerRevisions of a serving. The StatefulSets LWS makes
+// record revisions of their own that carry the pod template's labels (ours included); only ours
+// carry LabelRevisionHash.
+func RevisionListOptions(namespace, serving string) []client.ListOption {
+	return []client.ListOption{client.InNamespace(namespace), client.MatchingLabels{v1.LabelName: serving}, client.HasLabels{LabelRevisionHash}}
+}
 
 // NewControllerRevision builds the ControllerRevision object that records a revision.
 func NewControllerRevision(ms *v1.ModelServing, r RevisionSpec, number int64) (*appsv1.ControllerRevision, error) {

@@ -1,0 +1,361 @@
+// Package e2e runs the seed articles' measured LWS behaviours through kubectl-llm on the simulated
+// GPU cluster (kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok fake GPU
+// nodes), with the real `kubectl-llm operator --lws=embedded` binary hosting LWS.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/test/sim"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
+)
+
+var (
+	cluster *sim.Cluster
+	kubectl string // the kubectl built with the control plane (the one on PATH is too old)
+	kc      client.Client
+	binary  string // the kubectl-llm binary under test
+	op      *operatorProcess
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard()) // the operator under test logs to its own file
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "kubectl-llm-e2e-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "kubectl-llm")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/kubectl-llm")
+	build.Dir, build.Stdout, build.Stderr = testenv.RepoRoot(), os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return 0, fmt.Errorf("build kubectl-llm: %w", err)
+	}
+	assets, err := testenv.Assets()
+	if err != nil {
+		return 0, err
+	}
+	kubectl = filepath.Join(assets, "kubectl")
+	t0 := time.Now()
+	cluster, err = sim.Start(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("start the simulated cluster: %w", err)
+	}
+	defer cluster.Stop()
+	fmt.Fprintf(os.Stderr, "simulated cluster up in %s\n", time.Since(t0).Round(time.Millisecond))
+	kc, err = client.New(cluster.Config, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		return 0, err
+	}
+	if err := installCRDs(ctx); err != nil {
+		return 0, err
+	}
+	op = &operatorProcess{logPath: filepath.Join(dir, "operator.log")}
+	if err := op.start(); err != nil {
+		return 0, err
+	}
+	defer op.stop()
+	code := m.Run()
+	if code != 0 {
+		if log, err := os.ReadFile(op.logPath); err == nil {
+			fmt.Fprintf(os.Stderr, "---- operator log (last 60 lines) ----\n%s\n", tail(string(log), 60))
+		}
+	}
+	return code, nil
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// installCRDs applies our CRD and the LWS CRD, as `kubectl llm install` does, and waits until served.
+func installCRDs(ctx context.Context) error {
+	for _, f := range []string{"config/crd/bases/serving.kubectl-llm.dev_modelservings.yaml", "config/crd/lws/leaderworkerset.x-k8s.io_leaderworkersets.yaml"} {
+		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", cluster.Kubeconfig, "apply", "--server-side", "-f", filepath.Join(testenv.RepoRoot(), f))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("apply %s: %w: %s", f, err, out)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		err1 := kc.List(ctx, &v1.ModelServingList{})
+		err2 := kc.List(ctx, &lwsv1.LeaderWorkerSetList{})
+		if err1 == nil && err2 == nil {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("CRDs not served after 30s")
+}
+
+// operatorProcess is `kubectl-llm operator --lws=embedded` against the simulated cluster.
+type operatorProcess struct {
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	logPath string
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (o *operatorProcess) start() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	probe, err := freePort()
+	if err != nil {
+		return err
+	}
+	log, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	o.cmd = exec.Command(binary, "operator", "--kubeconfig", cluster.Kubeconfig, "--lws=embedded", "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe), "--webhook-port", strconv.Itoa(port))
+	o.cmd.Stdout, o.cmd.Stderr = log, log
+	if err := o.cmd.Start(); err != nil {
+		return err
+	}
+	// Ready once the webhook server serves (the readiness check covers it).
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if out, err := exec.Command("curl", "-sf", fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)).CombinedOutput(); err == nil && len(out) > 0 {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("operator not ready after 60s; see %s", o.logPath)
+}
+
+func (o *operatorProcess) stop() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd == nil || o.cmd.Process == nil {
+		return
+	}
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = o.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = o.cmd.Process.Kill()
+		<-done
+	}
+	o.cmd = nil
+}
+
+// kubectlLLM runs the binary under test against the simulated cluster.
+func kubectlLLM(args ...string) (string, error) {
+	cmd := exec.Command(binary, append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	if err := kc.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	// Pods need the namespace's default ServiceAccount, which kube-controller-manager makes.
+	eventually(t, 30*time.Second, "the default ServiceAccount", func() (bool, error) {
+		err := kc.Get(context.Background(), types.NamespacedName{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
+		return err == nil, err
+	})
+	t.Cleanup(func() { _ = kc.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// eventually polls cond every 100 ms until it holds or timeout passes; it returns the time taken.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last error
+	for time.Since(start) < timeout {
+		ok, err := cond()
+		if ok {
+			return time.Since(start)
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+	return 0
+}
+
+// newServing is a serving of replicas groups of size pods, each pod asking gpus GPUs.
+func newServing(ns, name string, replicas, size, gpus int32) *v1.ModelServing {
+	return &v1.ModelServing{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{
+			v1.AnnotationSimulatedLoadDelay: "1s", // weights "load" for a second before a pod is Ready
+		}},
+		Spec: v1.ModelServingSpec{
+			Model: "Qwen/Qwen3-0.6B", Replicas: ptr.To(replicas), GroupSize: size,
+			Resources: v1.ResourceSpec{GPUs: ptr.To(gpus)},
+		},
+	}
+}
+
+// podInfo is what the tests track of a pod.
+type podInfo struct {
+	Name     string
+	UID      types.UID
+	Group    int
+	Worker   int
+	Revision string
+	Ready    bool
+	Deleting bool
+}
+
+func pods(t *testing.T, ns, name string) []podInfo {
+	t.Helper()
+	list := &corev1.PodList{}
+	if err := kc.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name}); err != nil {
+		t.Fatal(err)
+	}
+	var out []podInfo
+	for _, p := range list.Items {
+		if info, ok := toInfo(p); ok {
+			out = append(out, info)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Group != out[j].Group {
+			return out[i].Group < out[j].Group
+		}
+		return out[i].Worker < out[j].Worker
+	})
+	return out
+}
+
+// toInfo reads a pod of a group; ok is false for a pod LWS has not labelled (yet).
+func toInfo(p corev1.Pod) (podInfo, bool) {
+	g, err1 := strconv.Atoi(p.Labels[lwsv1.GroupIndexLabelKey])
+	w, err2 := strconv.Atoi(p.Labels[lwsv1.WorkerIndexLabelKey])
+	if err1 != nil || err2 != nil {
+		return podInfo{}, false
+	}
+	info := podInfo{Name: p.Name, UID: p.UID, Group: g, Worker: w, Revision: p.Labels[v1.LabelRevision], Deleting: p.DeletionTimestamp != nil}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			info.Ready = true
+		}
+	}
+	return info, true
+}
+
+// live are the pods not being deleted.
+func live(ps []podInfo) []podInfo {
+	var out []podInfo
+	for _, p := range ps {
+		if !p.Deleting {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// readyGroups counts groups whose size pods all exist, are ready and not being deleted.
+func readyGroups(ps []podInfo, size int) int {
+	byGroup := map[int]int{}
+	for _, p := range ps {
+		if p.Ready && !p.Deleting {
+			byGroup[p.Group]++
+		}
+	}
+	n := 0
+	for _, c := range byGroup {
+		if c == size {
+			n++
+		}
+	}
+	return n
+}
+
+func getServing(t *testing.T, ns, name string) *v1.ModelServing {
+	t.Helper()
+	ms := &v1.ModelServing{}
+	if err := kc.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, ms); err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// waitReady waits until the serving's status says every group is ready on its update revision.
+func waitReady(t *testing.T, ns, name string, timeout time.Duration) time.Duration {
+	t.Helper()
+	return eventually(t, timeout, name+" Ready", func() (bool, error) {
+		ms := &v1.ModelServing{}
+		if err := kc.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, ms); err != nil {
+			return false, err
+		}
+		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Phase == v1.PhaseReady, fmt.Errorf("phase %s, %s ready", ms.Status.Phase, ms.Status.ReadyGroups)
+	})
+}
+
+// update re-reads the serving and applies change to it until the write goes through.
+func update(t *testing.T, ns, name string, change func(*v1.ModelServing)) {
+	t.Helper()
+	eventually(t, 10*time.Second, "update of "+name, func() (bool, error) {
+		ms := getServing(t, ns, name)
+		change(ms)
+		err := kc.Update(context.Background(), ms)
+		if apierrors.IsConflict(err) {
+			return false, err
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true, nil
+	})
+}
