@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -67,6 +68,9 @@ func newDeployCommand(root *RootOptions) *cobra.Command {
 		Long: `Build a ModelServing from flags, or read one from a file, and server-side apply it with the field
 manager kubectl-llm. Only the fields you give are applied and owned: the API server fills the
 defaults, and fields owned by others (an autoscaler's replicas, say) are left alone unless given.
+Like kubectl apply, a field you gave before and leave out now is given up and goes back to its
+default: repeat the whole set of flags (or keep them in a file), or use set image / scale to
+change one thing.
 
 --dry-run=client prints what would be applied without contacting the cluster's storage;
 --dry-run=server asks the API server to default and validate it without writing.
@@ -296,7 +300,7 @@ func (o *DeployOptions) Run(ctx context.Context) error {
 	verb := "created"
 	if exists {
 		verb = "configured"
-		if existing.ResourceVersion == u.GetResourceVersion() {
+		if o.unchanged(existing, u) {
 			verb = "unchanged"
 		}
 	}
@@ -305,6 +309,21 @@ func (o *DeployOptions) Run(ctx context.Context) error {
 	}
 	_, err = fmt.Fprintf(o.Streams.Out, "%s %s\n", qualified(u.GetName()), verb)
 	return err
+}
+
+// unchanged says whether applying changed nothing. A write shows in the resourceVersion; a server
+// dry run never moves it, so there the spec, labels and annotations are compared.
+func (o *DeployOptions) unchanged(existing *v1.ModelServing, applied *unstructured.Unstructured) bool {
+	if o.DryRun != "server" {
+		return existing.ResourceVersion == applied.GetResourceVersion()
+	}
+	after := &v1.ModelServing{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(applied.Object, after); err != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(existing.Spec, after.Spec) &&
+		equality.Semantic.DeepEqual(existing.Labels, applied.GetLabels()) &&
+		equality.Semantic.DeepEqual(existing.Annotations, applied.GetAnnotations())
 }
 
 // warnWithoutLWS says, on stderr, when the cluster has no LeaderWorkerSet API: the serving is

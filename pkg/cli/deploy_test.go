@@ -49,6 +49,20 @@ func TestDeployThenGet(t *testing.T) {
 		t.Errorf("second deploy printed %q, want unchanged", r.Out)
 	}
 
+	// A server dry run of a change says configured and writes nothing; of the same flags, unchanged.
+	// (Flags left out are fields given up: server-side apply removes them, so only the same set is unchanged.)
+	r = run(t, now, "-n", ns, "deploy", "qwen", "--model", "Qwen/Qwen3-8B", "--dry-run=server")
+	expectCode(t, r, 0)
+	if r.Out != "modelserving.serving.kubectl-llm.dev/qwen configured (server dry run)\n" || getServing(t, ns, "qwen").Spec.Model != "Qwen/Qwen3-0.6B" {
+		t.Errorf("server dry run of a change printed %q (model now %s)", r.Out, getServing(t, ns, "qwen").Spec.Model)
+	}
+	r = run(t, now, "-n", ns, "deploy", "qwen", "--model", "Qwen/Qwen3-0.6B", "--gpus", "1", "--group-size", "2", "--replicas", "2",
+		"--max-surge", "1", "--max-unavailable", "0", "--env", "NCCL_DEBUG=INFO", "--arg", "--max-model-len=4096", "--dry-run=server")
+	expectCode(t, r, 0)
+	if r.Out != "modelserving.serving.kubectl-llm.dev/qwen unchanged (server dry run)\n" {
+		t.Errorf("server dry run of the same model printed %q", r.Out)
+	}
+
 	r = run(t, now, "-n", ns, "get", "qwen", "-o", "name")
 	expectCode(t, r, 0)
 	if r.Out != "modelserving.serving.kubectl-llm.dev/qwen\n" {
