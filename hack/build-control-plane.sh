@@ -18,7 +18,7 @@ version_of() { # version_of MODULE DIR: the version the tool module requires
 K8S=$(version_of k8s.io/kubernetes "$TOOLS/k8s")
 ETCD=$(version_of go.etcd.io/etcd/server/v3 "$TOOLS/etcd")
 KWOK=$(version_of sigs.k8s.io/kwok "$TOOLS/kwok")
-SUM=$(cat "$TOOLS"/*/go.sum "$TOOLS"/*/go.mod | sha256sum | cut -c1-10)
+SUM=$(cat "$TOOLS"/{etcd,k8s,kwok}/go.sum "$TOOLS"/{etcd,k8s,kwok}/go.mod | sha256sum | cut -c1-10)
 ROOT=${KUBECTL_LLM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-llm}/tools
 KEY="k8s-$K8S-etcd-$ETCD-kwok-$KWOK-$(go env GOVERSION)-$(go env GOOS)-$(go env GOARCH)-$SUM"
 DEST=$ROOT/$KEY
