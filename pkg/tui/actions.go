@@ -77,7 +77,7 @@ func (a ClientActions) Restart(ctx context.Context, ns, name string) error {
 	}
 	id := a.now().UTC().Format(time.RFC3339)
 	if ms.Spec.Restart != nil && ms.Spec.Restart.ID == id {
-		id = a.now().UTC().Format(time.RFC3339Nano) // two restarts in one second must still differ
+		id += "-1" // two restarts in one second must still differ
 	}
 	return a.patchSpec(ctx, ns, name, map[string]any{"restart": map[string]any{"id": id}}, "restart")
 }
