@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 export GOFLAGS := -modcacherw
 
 CONTROLLER_GEN := go tool controller-gen
-GO_TEST_FLAGS ?= -timeout 30m
+GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
 .PHONY: all build test generate verify-generated fmt-check vet control-plane clean-cache demo demo-down
 

@@ -470,3 +470,93 @@ func TestOperatorRestartMidRolloutFinishesWithoutDuplicateGroups(t *testing.T) {
 		t.Errorf("groups after the rollout = %v, want exactly groups 0-3 of 2 pods", groups)
 	}
 }
+
+// Recreate: the old groups are all gone before any group of the new revision starts.
+func TestRecreateStopsTheOldGroupsBeforeStartingNewOnes(t *testing.T) {
+	ns := namespace(t)
+	ms := newServing(ns, "qwen", 2, 2, 1)
+	ms.Spec.Rollout.Strategy = v1.Recreate
+	if err := kc.Create(context.Background(), ms); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ns, "qwen", settle)
+	oldRev := getServing(t, ns, "qwen").Status.UpdateRevision
+	var mu sync.Mutex
+	overlap := ""
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			list := &corev1.PodList{}
+			if err := kc.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: "qwen"}); err != nil {
+				continue
+			}
+			var old, fresh []string
+			for _, p := range list.Items {
+				if p.Labels[v1.LabelRevision] == oldRev {
+					old = append(old, p.Name)
+				} else {
+					fresh = append(fresh, p.Name)
+				}
+			}
+			if len(old) > 0 && len(fresh) > 0 {
+				mu.Lock()
+				overlap = fmt.Sprintf("old %v with new %v", old, fresh)
+				mu.Unlock()
+			}
+		}
+	}()
+	start := time.Now()
+	update(t, ns, "qwen", newImage)
+	eventually(t, 2*settle, "the Recreate rollout to finish", func() (bool, error) {
+		ms := getServing(t, ns, "qwen")
+		return ms.Status.Phase == v1.PhaseReady && ms.Status.ObservedGeneration == ms.Generation && ms.Status.CurrentRevision != oldRev &&
+			ms.Status.UpdatedReplicas == 2, nil
+	})
+	close(stop)
+	t.Logf("Recreate of 2 groups took %s", time.Since(start).Round(time.Millisecond))
+	mu.Lock()
+	defer mu.Unlock()
+	if overlap != "" {
+		t.Errorf("Recreate ran old and new pods at once: %s", overlap)
+	}
+}
+
+// A new restart.id recreates every group through the rollout rules and is reported when done.
+func TestANewRestartIDRecreatesEveryGroupAndIsReported(t *testing.T) {
+	ns := namespace(t)
+	if err := kc.Create(context.Background(), newServing(ns, "qwen", 2, 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ns, "qwen", settle)
+	before := map[string]types.UID{}
+	for _, p := range live(pods(t, ns, "qwen")) {
+		before[p.Name] = p.UID
+	}
+	rev := getServing(t, ns, "qwen").Status.UpdateRevision
+	out, err := kubectlLLM("-n", ns, "restart", "qwen")
+	if err != nil {
+		t.Fatalf("kubectl llm restart: %v\n%s", err, out)
+	}
+	id := getServing(t, ns, "qwen").Spec.Restart
+	if id == nil || id.ID == "" {
+		t.Fatalf("kubectl llm restart set no restart id (%s)", out)
+	}
+	took := eventually(t, 2*settle, "every group restarted and the restart reported", func() (bool, error) {
+		ms := getServing(t, ns, "qwen")
+		return ms.Status.RestartID == id.ID && ms.Status.Phase == v1.PhaseReady, fmt.Errorf("restartID %q phase %s", ms.Status.RestartID, ms.Status.Phase)
+	})
+	t.Logf("restart of 2 groups done and reported %s after kubectl llm restart", took)
+	for _, p := range live(pods(t, ns, "qwen")) {
+		if before[p.Name] == p.UID {
+			t.Errorf("%s was not restarted", p.Name)
+		}
+		if p.Revision != rev {
+			t.Errorf("%s runs %s: a restart must keep revision %s", p.Name, p.Revision, rev)
+		}
+	}
+}
