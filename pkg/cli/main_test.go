@@ -86,7 +86,7 @@ func run(t *testing.T, now time.Time, args ...string) result {
 
 func runCtx(ctx context.Context, t *testing.T, now time.Time, stdin string, args ...string) result {
 	t.Helper()
-	return runTo(ctx, &syncBuffer{}, now, stdin, args...)
+	return runTo(ctx, &syncBuffer{}, now, stdin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 }
 
 // syncBuffer is a buffer a test may read while a command writes to it.
@@ -112,7 +112,7 @@ func (s *syncBuffer) String() string {
 func start(ctx context.Context, now time.Time, args ...string) (*syncBuffer, <-chan result) {
 	out := &syncBuffer{}
 	done := make(chan result, 1)
-	go func() { done <- runTo(ctx, out, now, "", args...) }()
+	go func() { done <- runTo(ctx, out, now, "", append([]string{"--kubeconfig", kubeconfig}, args...)...) }()
 	return out, done
 }
 
@@ -136,7 +136,7 @@ func runTo(ctx context.Context, out *syncBuffer, now time.Time, stdin string, ar
 		Clock:       clocktesting.NewFakePassiveClock(now),
 	}
 	cmd := cli.NewRootCommandWith(o)
-	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
+	cmd.SetArgs(args)
 	code := cli.Execute(ctx, cmd, &errOut)
 	return result{Out: out.String(), Err: errOut.String(), Code: code}
 }

@@ -1,0 +1,257 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/config"
+)
+
+const (
+	lwsCRDName     = "leaderworkersets.leaderworkerset.x-k8s.io"
+	servingCRDName = "modelservings.serving.kubectl-llm.dev"
+	operatorImage  = "ghcr.io/kubectl-llm/kubectl-llm:latest"
+)
+
+// manifests decodes the embedded install manifests of a variant: "default" (LWS installed in the
+// cluster) or "embedded" (the operator hosts LWS; the LWS CRD is included).
+func manifests(variant string) ([]*unstructured.Unstructured, error) {
+	raw, err := config.Install.ReadFile("install/" + variant + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("read the embedded %s manifests: %w", variant, err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("decode the embedded %s manifests: %w", variant, err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+// resourceName is kubectl's kind.group/name of an object, for the lines install prints.
+func resourceName(u *unstructured.Unstructured) string {
+	kind := strings.ToLower(u.GetKind())
+	if g := u.GroupVersionKind().Group; g != "" {
+		kind += "." + g
+	}
+	return kind + "/" + u.GetName()
+}
+
+// InstallOptions apply the CRDs, RBAC and operator Deployment embedded in the binary.
+type InstallOptions struct {
+	*RootOptions
+	LWS     string
+	Image   string
+	DryRun  string
+	Output  string
+	Wait    bool
+	Timeout time.Duration
+
+	client client.WithWatch
+}
+
+func newInstallCommand(root *RootOptions) *cobra.Command {
+	o := &InstallOptions{RootOptions: root}
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Install the ModelServing CRD, RBAC and the operator (server-side apply)",
+		Long: `Server-side apply, with the field manager kubectl-llm, the manifests embedded in this binary: the
+ModelServing CRD, the namespace kubectl-llm-system, the operator's RBAC and its Deployment.
+
+--lws=external expects LeaderWorkerSet to be installed in the cluster; --lws=embedded installs
+the LeaderWorkerSet CRD too and runs the operator with the upstream LWS reconcilers and webhooks
+inside; --lws=auto (the default) picks embedded when the cluster has no LeaderWorkerSet CRD.
+
+--dry-run=client -o yaml prints the manifests instead, for GitOps.`,
+		Example: `  kubectl llm install
+  kubectl llm install --lws=embedded --image registry.example.com/kubectl-llm:v0.1.0
+  kubectl llm install --dry-run=client -o yaml > kubectl-llm.yaml`,
+		Args: cobra.NoArgs,
+		RunE: runE(o.Complete, o.Validate, o.Run),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.LWS, "lws", "auto", "LeaderWorkerSet: external (installed in the cluster), embedded (hosted by the operator) or auto")
+	f.StringVar(&o.Image, "image", operatorImage, "The operator image")
+	f.StringVar(&o.DryRun, "dry-run", "none", `"none", "client" (print the manifests) or "server" (validate on the API server, write nothing)`)
+	f.Lookup("dry-run").NoOptDefVal = "client"
+	f.StringVarP(&o.Output, "output", "o", "", "With --dry-run: yaml or json")
+	f.BoolVar(&o.Wait, "wait", true, "Wait until the CRDs are established")
+	f.DurationVar(&o.Timeout, "timeout", time.Minute, "How long --wait waits")
+	return cmd
+}
+
+// Complete resolves the client (not needed for a client dry run of a fixed --lws).
+func (o *InstallOptions) Complete(_ *cobra.Command, _ []string) error {
+	if o.DryRun == "client" && o.LWS != "auto" && o.Client == nil {
+		return nil
+	}
+	var err error
+	o.client, _, err = o.clientAndNamespace()
+	return err
+}
+
+// Validate checks the flags.
+func (o *InstallOptions) Validate() error {
+	switch o.LWS {
+	case "auto", "external", "embedded":
+	default:
+		return fmt.Errorf("--lws must be external, embedded or auto, not %q", o.LWS)
+	}
+	switch o.DryRun {
+	case "none", "client", "server":
+	default:
+		return fmt.Errorf(`--dry-run must be "none", "client" or "server", not %q`, o.DryRun)
+	}
+	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n") {
+		return fmt.Errorf("--image %q is not an image reference", o.Image)
+	}
+	return validOutput(o.Output, "", "yaml", "json")
+}
+
+// Run applies the manifests in order: namespace and CRDs first, the operator last.
+func (o *InstallOptions) Run(ctx context.Context) error {
+	host := o.host()
+	variant, err := o.variant(ctx)
+	if err != nil {
+		return err
+	}
+	objs, err := manifests(variant)
+	if err != nil {
+		return err
+	}
+	for _, u := range objs {
+		if u.GetKind() == "Deployment" && u.GetName() == "kubectl-llm-operator" {
+			if err := setImage(u, o.Image); err != nil {
+				return err
+			}
+		}
+	}
+	if o.DryRun == "client" {
+		return printManifests(o.Streams.Out, objs, o.Output)
+	}
+	opts := []client.ApplyOption{client.FieldOwner(v1.FieldManager), client.ForceOwnership}
+	suffix := "serverside-applied"
+	if o.DryRun == "server" {
+		opts, suffix = append(opts, client.DryRunAll), "serverside-applied (server dry run)"
+	}
+	for _, u := range objs {
+		if err := o.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
+			return fmt.Errorf("apply %s: %w", resourceName(u), explain(err, host))
+		}
+		fmt.Fprintf(o.Streams.Out, "%s %s\n", resourceName(u), suffix)
+	}
+	if o.Wait && o.DryRun == "none" {
+		for _, u := range objs {
+			if u.GetKind() == "CustomResourceDefinition" {
+				if err := o.waitEstablished(ctx, u.GetName()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if o.Output != "" {
+		return printManifests(o.Streams.Out, objs, o.Output)
+	}
+	return nil
+}
+
+// variant picks the manifests: embedded when asked, or (auto) when the cluster has no LWS CRD.
+func (o *InstallOptions) variant(ctx context.Context) (string, error) {
+	switch o.LWS {
+	case "embedded":
+		return "embedded", nil
+	case "external":
+		return "default", nil
+	}
+	p := &PreflightOptions{RootOptions: o.RootOptions, client: o.client}
+	switch ch := p.crdCheck(ctx, "LeaderWorkerSet API", lwsCRDName); ch.Result {
+	case "ok":
+		return "default", nil
+	case "FAIL":
+		fmt.Fprintln(o.Streams.ErrOut, "No LeaderWorkerSet CRD in the cluster: installing it, with the operator hosting LWS (--lws=embedded).")
+		return "embedded", nil
+	default:
+		return "", fmt.Errorf("cannot tell whether LeaderWorkerSet is installed (%s): choose --lws=external or --lws=embedded", ch.Detail)
+	}
+}
+
+func setImage(u *unstructured.Unstructured, image string) error {
+	containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(containers) == 0 {
+		return fmt.Errorf("the embedded operator Deployment has no containers")
+	}
+	c, ok := containers[0].(map[string]any)
+	if !ok {
+		return fmt.Errorf("the embedded operator Deployment's container is malformed")
+	}
+	c["image"] = image
+	containers[0] = c
+	return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
+}
+
+func printManifests(w io.Writer, objs []*unstructured.Unstructured, format string) error {
+	if format == "" {
+		format = "yaml"
+	}
+	for i, u := range objs {
+		if format == "yaml" && i > 0 {
+			fmt.Fprintln(w, "---")
+		}
+		if err := printObject(u, format, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *InstallOptions) waitEstablished(ctx context.Context, name string) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
+		crd := &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		if err := o.client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the CRD %s was not established within %s: %w", name, o.Timeout, err)
+	}
+	return nil
+}
+
+// installedByUs says whether kubectl llm applied an object (so uninstall may delete it).
+func installedByUs(u *unstructured.Unstructured) bool {
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager == v1.FieldManager && mf.Operation == "Apply" {
+			return true
+		}
+	}
+	return false
+}
