@@ -21,13 +21,17 @@ type OperatorOptions struct {
 	*RootOptions
 	Manager operator.Options
 	Log     zap.Options
+	// QPS and Burst bound the operator's requests to the API server (client-go's default of 5
+	// per second would make a few hundred servings queue for minutes).
+	QPS   float32
+	Burst int
 
 	config    *rest.Config
 	inCluster bool
 }
 
 func newOperatorCommand(root *RootOptions) *cobra.Command {
-	o := &OperatorOptions{RootOptions: root, Manager: operator.DefaultOptions(), Log: zap.Options{Development: false}}
+	o := &OperatorOptions{RootOptions: root, Manager: operator.DefaultOptions(), Log: zap.Options{Development: false}, QPS: 100, Burst: 200}
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the ModelServing reconcilers (in-cluster, or against the current kubeconfig)",
@@ -64,6 +68,8 @@ the API server must reach that address (true for the simulated cluster).`,
 	f.StringVar(&m.Namespace, "watch-namespace", m.Namespace, "Only reconcile servings in this namespace (default: all)")
 	f.IntVar(&m.HistoryLimit, "revision-history-limit", m.HistoryLimit, "ControllerRevisions kept per serving")
 	f.StringVar(&m.LWS, "lws", m.LWS, "LeaderWorkerSet hosting: external (installed in the cluster), embedded (hosted here), auto (embedded when none is installed)")
+	f.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API server")
+	f.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API server")
 	f.IntVar(&m.Webhook.Port, "webhook-port", m.Webhook.Port, "Port of the embedded LWS webhooks")
 	f.StringVar(&m.Webhook.BindHost, "webhook-bind-address", "", "Address the embedded LWS webhooks listen on (default: 127.0.0.1 outside the cluster, all inside)")
 	f.StringVar(&m.Webhook.URLHost, "webhook-url-host", "", "Host the API server calls the webhooks at (default: 127.0.0.1 outside the cluster; the Service inside)")
@@ -82,6 +88,7 @@ func (o *OperatorOptions) Complete() error {
 	if err != nil {
 		return fmt.Errorf("no cluster to run against: %w (set --kubeconfig or KUBECONFIG, or run in a pod)", err)
 	}
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	o.config = cfg
 	_, hasSA := os.LookupEnv("KUBERNETES_SERVICE_HOST")
 	o.inCluster = hasSA && (o.ConfigFlags.KubeConfig == nil || *o.ConfigFlags.KubeConfig == "")
@@ -105,6 +112,9 @@ func (o *OperatorOptions) Validate() error {
 	case operator.LWSExternal, operator.LWSEmbedded, operator.LWSAuto:
 	default:
 		return fmt.Errorf("--lws must be external, embedded or auto, not %q", o.Manager.LWS)
+	}
+	if o.QPS <= 0 || o.Burst < 1 {
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, not %v and %d", o.QPS, o.Burst)
 	}
 	if o.Manager.HistoryLimit < 1 {
 		return fmt.Errorf("--revision-history-limit must be at least 1, not %d", o.Manager.HistoryLimit)
