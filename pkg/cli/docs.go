@@ -18,7 +18,6 @@ import (
 // directory) are written as $HOME so the page is the same everywhere.
 func WriteCommandsMarkdown(w io.Writer) error {
 	root := NewRootCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: io.Discard, ErrOut: io.Discard})
-	root.InitDefaultCompletionCmd()
 	home, _ := os.UserHomeDir()
 	var b strings.Builder
 	b.WriteString("# kubectl llm commands\n\n")

@@ -109,5 +109,15 @@ spec the operator cannot serve), 3 a wait timed out (rollout status --timeout).`
 		newVersionCommand(o),
 		newOperatorCommand(o),
 	)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Long += `
+
+Serving names complete from the cluster (the namespace of -n, or of the kubeconfig context).
+To complete "kubectl llm ..." through kubectl (1.26 and later), put an executable named
+kubectl_complete-llm on your PATH that runs: kubectl-llm __complete "$@"`
+		}
+	}
 	return root
 }
