@@ -67,6 +67,12 @@ func TestInstallThenUninstallLeavesNothingBehind(t *testing.T) {
 	golden(t, "install", "stdout:\n"+r.Out+"stderr:\n"+r.Err)
 	r = on("install") // idempotent
 	expectCode(t, r, 0)
+	r = on("version")
+	expectCode(t, r, 0)
+	if !strings.Contains(r.Out, "Operator: ghcr.io/kubectl-llm/kubectl-llm:latest (0/2 ready)\n") ||
+		!strings.Contains(r.Out, "LeaderWorkerSet API: v1 served") {
+		t.Errorf("version after install:\n%s", r.Out)
+	}
 
 	// A serving whose finalizer nobody removes (no operator runs here) stops uninstall early.
 	expectCode(t, on("deploy", "stuck", "--model", "Qwen/Qwen3-0.6B"), 0)

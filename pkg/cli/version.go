@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Set by the release build (-ldflags -X).
@@ -25,9 +28,10 @@ func newVersionCommand(root *RootOptions) *cobra.Command {
 	o := &VersionOptions{RootOptions: root}
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the client version and the ModelServing and LeaderWorkerSet API versions of the cluster",
+		Short: "Print the client version, and the cluster's API versions and operator",
 		Long: `Print the client version and, when the cluster is reachable, which versions of the ModelServing
-and LeaderWorkerSet APIs it serves. --client skips the cluster.`,
+and LeaderWorkerSet APIs it serves and which operator image runs (as installed by kubectl llm
+install). --client skips the cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.Run(cmd.Context()) },
 	}
@@ -60,5 +64,27 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 		}
 		fmt.Fprintf(o.Streams.Out, "%s: %s\n", api.what, detail)
 	}
+	fmt.Fprintf(o.Streams.Out, "Operator: %s\n", operatorVersion(ctx, c))
 	return nil
+}
+
+// operatorVersion describes the operator Deployment install creates: its image and readiness.
+func operatorVersion(ctx context.Context, c client.Client) string {
+	d := &appsv1.Deployment{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: "kubectl-llm-system", Name: "kubectl-llm-operator"}, d)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "not installed in kubectl-llm-system (kubectl llm install, or run kubectl llm operator yourself)"
+	case err != nil:
+		return "unknown: " + explain(err, "").Error()
+	}
+	image := "<no containers>"
+	if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 {
+		image = cs[0].Image
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	return fmt.Sprintf("%s (%d/%d ready)", image, d.Status.ReadyReplicas, want)
 }
