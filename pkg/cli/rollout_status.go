@@ -21,6 +21,7 @@ type RolloutStatusOptions struct {
 	Name    string
 	Watch   bool
 	Timeout time.Duration
+	NoTUI   bool
 
 	client    client.WithWatch
 	namespace string
@@ -32,7 +33,8 @@ func newRolloutStatusCommand(root *RootOptions) *cobra.Command {
 		Use:   "status NAME",
 		Short: "Wait for a rollout to finish, like kubectl rollout status",
 		Long: `Print the progress of a serving's rollout and, with --watch (the default), wait until it is done
-by watching the serving (no polling).
+by watching the serving (no polling). On a terminal it waits in the live view (kubectl llm watch),
+which closes when the rollout is done; --no-tui, or output that is not a terminal, prints lines.
 
 Done means the Progressing condition of the current generation says RolloutComplete, or CanaryHeld
 for a rollout held at its partition (a canary).
@@ -50,6 +52,7 @@ Exit codes:
 	}
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", true, "Wait until the rollout is done; --watch=false prints the status once")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "How long to wait before giving up (exit 3); 0 waits forever")
+	cmd.Flags().BoolVar(&o.NoTUI, "no-tui", false, "On a terminal, print status lines instead of the live view")
 	return cmd
 }
 
@@ -80,6 +83,12 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 		waitCtx, cancel = context.WithTimeout(ctx, o.Timeout)
 	}
 	defer cancel()
+	if o.Watch && !o.NoTUI && isTerminal(o.Streams.Out) {
+		if _, err := getServing(ctx, o.client, o.namespace, o.Name, host); err != nil {
+			return err
+		}
+		return o.rolloutStatusTUI(waitCtx)
+	}
 
 	last := ""
 	evaluate := func(ms *v1.ModelServing) (bool, error) {

@@ -104,6 +104,7 @@ spec the operator cannot serve), 3 a wait timed out (rollout status --timeout).`
 		newCanaryCommand(o),
 		newRestartCommand(o),
 		newPreflightCommand(o),
+		newWatchCommand(o),
 		newInstallCommand(o),
 		newUninstallCommand(o),
 		newVersionCommand(o),

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
+	"github.com/kubectl-llm/kubectl-llm/pkg/tui"
+)
+
+// WatchOptions open the live view of a serving (or of every serving in the namespace).
+type WatchOptions struct {
+	*RootOptions
+	Name  string
+	NoTUI bool
+
+	client    client.WithWatch
+	namespace string
+}
+
+func newWatchCommand(root *RootOptions) *cobra.Command {
+	o := &WatchOptions{RootOptions: root}
+	cmd := &cobra.Command{
+		Use:   "watch [NAME]",
+		Short: "Live view of a serving's groups (every serving of the namespace without NAME)",
+		Long: `Show a serving live: a header (model, image, revisions, phase, endpoint), one row per group
+with one cell per pod (leader first) and the reason of each unready pod, the rollout progress with
+the partition and surge groups, and the latest events.
+
+Keys: arrows/jk move, enter opens a group's pods, r restarts the selected group, R the serving,
+p pauses/resumes, P promotes a canary, A aborts it, / filters, ? help, q quits. Actions ask for
+confirmation and do what the kubectl llm commands of the same name do.
+
+When the output is not a terminal, or with --no-tui, it prints one plain line per change instead.`,
+		Example: `  kubectl llm watch qwen
+  kubectl llm watch              # every serving of the namespace; enter opens one
+  kubectl llm watch qwen --no-tui`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeServingNames(root),
+		RunE: runE(func(_ *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.Name = args[0]
+			}
+			var err error
+			o.client, o.namespace, err = o.clientAndNamespace()
+			return err
+		}, func() error { return nil }, o.Run),
+	}
+	cmd.Flags().BoolVar(&o.NoTUI, "no-tui", false, "Print plain change lines instead of the live view")
+	return cmd
+}
+
+// Run shows the live view, or plain lines off a terminal.
+func (o *WatchOptions) Run(ctx context.Context) error {
+	if o.Name != "" {
+		if _, err := getServing(ctx, o.client, o.namespace, o.Name, o.host()); err != nil {
+			return err
+		}
+	}
+	cfg := tui.Config{Client: o.client, Namespace: o.namespace, Name: o.Name, In: o.Streams.In, Out: o.Streams.Out,
+		Clock: o.Clock.Now, Actions: commandActions{root: o.RootOptions, client: o.client}}
+	if o.NoTUI || !isTerminal(o.Streams.Out) {
+		return o.explain(tui.RunPlain(ctx, cfg))
+	}
+	return o.explain(tui.Run(ctx, cfg))
+}
+
+func (o *WatchOptions) explain(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return explain(err, o.host())
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// commandActions carry out the live view's keys with the very commands of the same name
+// (restart, restart --group, rollout pause/resume, canary promote/abort), their output dropped.
+type commandActions struct {
+	root   *RootOptions
+	client client.WithWatch
+}
+
+var _ tui.Actions = commandActions{}
+
+// NewCommandActions are the live view's actions carried out by the commands of the same name.
+func NewCommandActions(root *RootOptions, c client.WithWatch) tui.Actions {
+	return commandActions{root: root, client: c}
+}
+
+func (a commandActions) quiet() *RootOptions {
+	r := *a.root
+	r.Streams = genericiooptions.IOStreams{In: a.root.Streams.In, Out: io.Discard, ErrOut: io.Discard}
+	return &r
+}
+
+func (a commandActions) RestartGroup(ctx context.Context, ns, name string, group int) error {
+	o := &RestartOptions{RootOptions: a.quiet(), Name: name, Group: int32(group), client: a.client, namespace: ns,
+		set: func(f string) bool { return f == "group" }}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	return o.Run(ctx)
+}
+
+func (a commandActions) Restart(ctx context.Context, ns, name string) error {
+	o := &RestartOptions{RootOptions: a.quiet(), Name: name, client: a.client, namespace: ns, set: func(string) bool { return false }}
+	return o.Run(ctx)
+}
+
+func (a commandActions) SetPaused(ctx context.Context, ns, name string, paused bool) error {
+	o := &RolloutPauseOptions{RootOptions: a.quiet(), Name: name, Pause: paused, client: a.client, namespace: ns}
+	return o.Run(ctx)
+}
+
+func (a commandActions) Promote(ctx context.Context, ns, name string) error {
+	o := &CanaryDecisionOptions{RootOptions: a.quiet(), Name: name, Promote: true, client: a.client, namespace: ns}
+	return o.Run(ctx)
+}
+
+func (a commandActions) Abort(ctx context.Context, ns, name string) error {
+	o := &CanaryDecisionOptions{RootOptions: a.quiet(), Name: name, Promote: false, client: a.client, namespace: ns}
+	return o.Run(ctx)
+}
+
+// rolloutStatusTUI waits for a rollout in the live view, for `rollout status` on a terminal.
+func (o *RolloutStatusOptions) rolloutStatusTUI(ctx context.Context) error {
+	cfg := tui.Config{Client: o.client, Namespace: o.namespace, Name: o.Name, In: o.Streams.In, Out: o.Streams.Out,
+		Clock: o.Clock.Now, Actions: commandActions{root: o.RootOptions, client: o.client}, UntilDone: true}
+	err := tui.Run(ctx, cfg)
+	var failed *status.RolloutFailedError
+	if errors.As(err, &failed) {
+		return &exitError{code: ExitRolloutFailed, err: err}
+	}
+	if err != nil && ctx.Err() != nil {
+		return &exitError{code: ExitTimedOut, err: fmt.Errorf("timed out after %s waiting for the rollout of serving %q", o.Timeout, o.Name)}
+	}
+	return err
+}
