@@ -12,7 +12,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,24 +216,22 @@ func rssMiB(pid int) (float64, error) {
 	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }
 
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	probe := freePort()
+	probe, err := testenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	webhook, err := testenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(bin, "operator", "--kubeconfig", kubeconfig, "--lws=embedded", "--leader-elect=false",
 		"--metrics-bind-address=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe),
-		"--webhook-port", strconv.Itoa(freePort()), "--zap-log-level=error")
+		"--webhook-port", strconv.Itoa(webhook), "--zap-log-level=error")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, err

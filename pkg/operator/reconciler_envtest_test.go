@@ -101,23 +101,6 @@ func serving(ns, name string) *v1.ModelServing {
 	}
 }
 
-// eventually polls cond every 50 ms until it holds or the timeout passes, and returns how long it took.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) time.Duration {
-	t.Helper()
-	start := time.Now()
-	var lastErr error
-	for time.Since(start) < timeout {
-		ok, err := cond()
-		if ok {
-			return time.Since(start)
-		}
-		lastErr = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
-	return 0
-}
-
 func getLWS(ctx context.Context, ns, name string) (*lwsv1.LeaderWorkerSet, error) {
 	lws := &lwsv1.LeaderWorkerSet{}
 	err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws)
@@ -127,7 +110,7 @@ func getLWS(ctx context.Context, ns, name string) (*lwsv1.LeaderWorkerSet, error
 func waitLWS(t *testing.T, ns, name string, cond func(*lwsv1.LeaderWorkerSet) bool) *lwsv1.LeaderWorkerSet {
 	t.Helper()
 	var got *lwsv1.LeaderWorkerSet
-	eventually(t, 20*time.Second, "LeaderWorkerSet "+name, func() (bool, error) {
+	testenv.Eventually(t, 20*time.Second, "LeaderWorkerSet "+name, func() (bool, error) {
 		lws, err := getLWS(context.Background(), ns, name)
 		if err != nil {
 			return false, err
@@ -141,7 +124,7 @@ func waitLWS(t *testing.T, ns, name string, cond func(*lwsv1.LeaderWorkerSet) bo
 func waitServing(t *testing.T, ns, name, what string, cond func(*v1.ModelServing) bool) *v1.ModelServing {
 	t.Helper()
 	var got v1.ModelServing
-	eventually(t, 20*time.Second, what, func() (bool, error) {
+	testenv.Eventually(t, 20*time.Second, what, func() (bool, error) {
 		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &got); err != nil {
 			return false, err
 		}
@@ -155,7 +138,7 @@ func waitServing(t *testing.T, ns, name, what string, cond func(*v1.ModelServing
 func updateServing(t *testing.T, ns, name string, change func(*v1.ModelServing)) *v1.ModelServing {
 	t.Helper()
 	ms := &v1.ModelServing{}
-	eventually(t, 10*time.Second, "an update of "+name, func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "an update of "+name, func() (bool, error) {
 		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, ms); err != nil {
 			return false, err
 		}
@@ -196,7 +179,7 @@ func TestChildrenAreCreatedWithTheRightSpecAndOwner(t *testing.T) {
 		t.Errorf("network config = %+v, want Shared", lws.Spec.NetworkConfig)
 	}
 	svc := &corev1.Service{}
-	eventually(t, 10*time.Second, "the Service", func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "the Service", func() (bool, error) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: operator.ServiceName("qwen")}, svc)
 		return err == nil, err
 	})
@@ -245,7 +228,7 @@ func TestDeletedChildrenAreRestoredByTheWatchNotATimer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The periodic requeue is 30 s; 5 s can only be met through the watch on owned children.
-	took := eventually(t, 5*time.Second, "the LWS to come back", func() (bool, error) {
+	took := testenv.Eventually(t, 5*time.Second, "the LWS to come back", func() (bool, error) {
 		lws, err := getLWS(ctx, ns, "qwen")
 		return err == nil && lws.UID != old.UID, nil
 	})
@@ -260,7 +243,7 @@ func TestDeletedChildrenAreRestoredByTheWatchNotATimer(t *testing.T) {
 	if err := env.Client.Delete(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	took = eventually(t, 5*time.Second, "the Service to come back", func() (bool, error) {
+	took = testenv.Eventually(t, 5*time.Second, "the Service to come back", func() (bool, error) {
 		err := env.Client.Get(ctx, key, svc)
 		return err == nil && svc.UID != oldUID, nil
 	})
@@ -298,7 +281,7 @@ func TestASameNameServingNeverKeepsChildrenOfTheOldOne(t *testing.T) {
 	if err := env.Client.Delete(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the serving to go", func() (bool, error) {
+	testenv.Eventually(t, 20*time.Second, "the serving to go", func() (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(ms), &v1.ModelServing{})
 		return apierrors.IsNotFound(err), err
 	})
@@ -518,7 +501,7 @@ func TestTheFinalizerKeepsTheServingUntilItsChildrenAreGone(t *testing.T) {
 	if err := env.Client.Update(ctx, lws); err != nil {
 		t.Fatal(err)
 	}
-	took := eventually(t, 10*time.Second, "the serving to go once its children are gone", func() (bool, error) {
+	took := testenv.Eventually(t, 10*time.Second, "the serving to go once its children are gone", func() (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(ms), &v1.ModelServing{})
 		return apierrors.IsNotFound(err), err
 	})

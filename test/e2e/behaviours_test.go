@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
 const settle = 90 * time.Second // bound for anything the simulated cluster does
@@ -52,7 +53,7 @@ func TestWorkerLossRecreatesItsWholeGroup(t *testing.T) {
 	g0, g1 := uids(before, 0), uids(before, 1)
 
 	deletePod(t, ns, "qwen-0-1")
-	took := eventually(t, settle, "group 0 recreated and ready", func() (bool, error) {
+	took := testenv.Eventually(t, settle, "group 0 recreated and ready", func() (bool, error) {
 		now := live(pods(t, ns, "qwen"))
 		fresh := uids(now, 0)
 		if len(fresh) != 2 || readyGroups(now, 2) != 2 {
@@ -85,7 +86,7 @@ func TestRestartPolicyNoneRecreatesOnlyTheLostPod(t *testing.T) {
 	before := pods(t, ns, "qwen")
 	leader0 := uids(before, 0)["qwen-0"]
 	deletePod(t, ns, "qwen-0-1")
-	took := eventually(t, settle, "the worker back", func() (bool, error) {
+	took := testenv.Eventually(t, settle, "the worker back", func() (bool, error) {
 		now := live(pods(t, ns, "qwen"))
 		u := uids(now, 0)
 		return u["qwen-0-1"] != "" && u["qwen-0-1"] != uids(before, 0)["qwen-0-1"] && readyGroups(now, 2) == 2, nil
@@ -162,7 +163,7 @@ func newImage(ms *v1.ModelServing) { ms.Spec.Engine.Image = "vllm/vllm-openai:v0
 func updateRevision(t *testing.T, ns, name string, gen int64) string {
 	t.Helper()
 	var rev string
-	eventually(t, settle, "the new update revision", func() (bool, error) {
+	testenv.Eventually(t, settle, "the new update revision", func() (bool, error) {
 		ms := getServing(t, ns, name)
 		rev = ms.Status.UpdateRevision
 		return ms.Status.ObservedGeneration >= gen, nil
@@ -186,7 +187,7 @@ func TestARolloutMovesGroupsHighestFirstAndTheStatusFollows(t *testing.T) {
 	w := watchRollout(t, ns, "qwen", rev, 2, stop)
 
 	sawProgressing := false
-	eventually(t, 3*settle, "the rollout to complete", func() (bool, error) {
+	testenv.Eventually(t, 3*settle, "the rollout to complete", func() (bool, error) {
 		ms := getServing(t, ns, "qwen")
 		if c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing); c != nil && c.Reason == v1.ReasonRollingOut {
 			sawProgressing = true
@@ -227,7 +228,7 @@ func TestPartitionCanaryMovesOnlyTheHighGroups(t *testing.T) {
 	oldRev := getServing(t, ns, "qwen").Status.UpdateRevision
 	update(t, ns, "qwen", func(ms *v1.ModelServing) { newImage(ms); ms.Spec.Rollout.Partition = ptr.To[int32](2) })
 	rev := updateRevision(t, ns, "qwen", getServing(t, ns, "qwen").Generation)
-	eventually(t, 2*settle, "the canary to hold at partition 2", func() (bool, error) {
+	testenv.Eventually(t, 2*settle, "the canary to hold at partition 2", func() (bool, error) {
 		ms := getServing(t, ns, "qwen")
 		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
 		return c != nil && c.Reason == v1.ReasonCanaryHeld, nil
@@ -243,7 +244,7 @@ func TestPartitionCanaryMovesOnlyTheHighGroups(t *testing.T) {
 		t.Fatalf("revisions by group at partition 2 = %v, want %v", byGroup, want)
 	}
 	update(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Rollout.Partition = ptr.To[int32](0) })
-	eventually(t, 2*settle, "all groups on the new revision", func() (bool, error) {
+	testenv.Eventually(t, 2*settle, "all groups on the new revision", func() (bool, error) {
 		ms := getServing(t, ns, "qwen")
 		return ms.Status.Phase == v1.PhaseReady && ms.Status.UpdatedReplicas == 4 && ms.Status.ObservedGeneration == ms.Generation, nil
 	})
@@ -264,7 +265,7 @@ func TestSurgeAddsOneGroupAndKeepsCapacity(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // let the watcher take its first samples of the settled serving
 	update(t, ns, "qwen", newImage)
 	rev := updateRevision(t, ns, "qwen", getServing(t, ns, "qwen").Generation)
-	eventually(t, 3*settle, "the surge rollout to complete", func() (bool, error) {
+	testenv.Eventually(t, 3*settle, "the surge rollout to complete", func() (bool, error) {
 		ms := getServing(t, ns, "qwen")
 		return ms.Status.Phase == v1.PhaseReady && ms.Status.UpdatedReplicas == 4 && ms.Status.CurrentRevision == rev && ms.Status.Replicas == 4, nil
 	})
@@ -322,7 +323,7 @@ func TestScaleSubresourceAddsAndRemovesTheHighestGroups(t *testing.T) {
 		}
 	}
 	scaleTo(2)
-	eventually(t, settle, "groups 2 and 3 to go", func() (bool, error) {
+	testenv.Eventually(t, settle, "groups 2 and 3 to go", func() (bool, error) {
 		ps := pods(t, ns, "qwen")
 		for _, p := range ps {
 			if p.Group >= 2 {
@@ -348,7 +349,7 @@ func TestGroupsWithoutGPUsArePendingAndTheStatusSaysWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := &v1.ModelServing{}
-	took := eventually(t, settle, "Degraded InsufficientGPU", func() (bool, error) {
+	took := testenv.Eventually(t, settle, "Degraded InsufficientGPU", func() (bool, error) {
 		ms = getServing(t, ns, "big")
 		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionDegraded)
 		return c != nil && c.Reason == v1.ReasonInsufficientGPU && ms.Status.ReadyReplicas >= 1, fmt.Errorf("status %+v", ms.Status.Conditions)
@@ -399,7 +400,7 @@ func TestGarbageCollectionAndTheFinalizerWithoutAnOperator(t *testing.T) {
 	if err := kc.Create(ctx, orphan); err != nil {
 		t.Fatal(err)
 	}
-	took := eventually(t, settle, "the garbage collector to remove the orphan", func() (bool, error) {
+	took := testenv.Eventually(t, settle, "the garbage collector to remove the orphan", func() (bool, error) {
 		err := kc.Get(ctx, client.ObjectKeyFromObject(orphan), &corev1.ConfigMap{})
 		return apierrors.IsNotFound(err), err
 	})
@@ -424,7 +425,7 @@ func TestGarbageCollectionAndTheFinalizerWithoutAnOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted = true
-	took = eventually(t, settle, "the serving to go once the operator runs", func() (bool, error) {
+	took = testenv.Eventually(t, settle, "the serving to go once the operator runs", func() (bool, error) {
 		err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen"}, &v1.ModelServing{})
 		return apierrors.IsNotFound(err), err
 	})
@@ -442,7 +443,7 @@ func TestOperatorRestartMidRolloutFinishesWithoutDuplicateGroups(t *testing.T) {
 	waitReady(t, ns, "qwen", 2*settle)
 	update(t, ns, "qwen", newImage)
 	rev := updateRevision(t, ns, "qwen", getServing(t, ns, "qwen").Generation)
-	eventually(t, settle, "the rollout to be under way", func() (bool, error) {
+	testenv.Eventually(t, settle, "the rollout to be under way", func() (bool, error) {
 		for _, p := range pods(t, ns, "qwen") {
 			if p.Revision == rev {
 				return true, nil
@@ -455,7 +456,7 @@ func TestOperatorRestartMidRolloutFinishesWithoutDuplicateGroups(t *testing.T) {
 	if err := op.start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*settle, "the rollout to finish", func() (bool, error) {
+	testenv.Eventually(t, 3*settle, "the rollout to finish", func() (bool, error) {
 		ms := getServing(t, ns, "qwen")
 		return ms.Status.Phase == v1.PhaseReady && ms.Status.UpdatedReplicas == 4 && ms.Status.CurrentRevision == rev, nil
 	})
@@ -512,7 +513,7 @@ func TestRecreateStopsTheOldGroupsBeforeStartingNewOnes(t *testing.T) {
 	}()
 	start := time.Now()
 	update(t, ns, "qwen", newImage)
-	eventually(t, 2*settle, "the Recreate rollout to finish", func() (bool, error) {
+	testenv.Eventually(t, 2*settle, "the Recreate rollout to finish", func() (bool, error) {
 		ms := getServing(t, ns, "qwen")
 		return ms.Status.Phase == v1.PhaseReady && ms.Status.ObservedGeneration == ms.Generation && ms.Status.CurrentRevision != oldRev &&
 			ms.Status.UpdatedReplicas == 2, nil
@@ -546,7 +547,7 @@ func TestANewRestartIDRecreatesEveryGroupAndIsReported(t *testing.T) {
 	if id == nil || id.ID == "" {
 		t.Fatalf("kubectl llm restart set no restart id (%s)", out)
 	}
-	took := eventually(t, 2*settle, "every group restarted and the restart reported", func() (bool, error) {
+	took := testenv.Eventually(t, 2*settle, "every group restarted and the restart reported", func() (bool, error) {
 		ms := getServing(t, ns, "qwen")
 		return ms.Status.RestartID == id.ID && ms.Status.Phase == v1.PhaseReady, fmt.Errorf("restartID %q phase %s", ms.Status.RestartID, ms.Status.Phase)
 	})

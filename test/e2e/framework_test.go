@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,23 +132,14 @@ type operatorProcess struct {
 	logPath string
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func (o *operatorProcess) start() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
-	probe, err := freePort()
+	probe, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
@@ -208,29 +198,12 @@ func namespace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	// Pods need the namespace's default ServiceAccount, which kube-controller-manager makes.
-	eventually(t, 30*time.Second, "the default ServiceAccount", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the default ServiceAccount", func() (bool, error) {
 		err := kc.Get(context.Background(), types.NamespacedName{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
 		return err == nil, err
 	})
 	t.Cleanup(func() { _ = kc.Delete(context.Background(), ns) })
 	return ns.Name
-}
-
-// eventually polls cond every 100 ms until it holds or timeout passes; it returns the time taken.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) time.Duration {
-	t.Helper()
-	start := time.Now()
-	var last error
-	for time.Since(start) < timeout {
-		ok, err := cond()
-		if ok {
-			return time.Since(start)
-		}
-		last = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
-	return 0
 }
 
 // newServing is a serving of replicas groups of size pods, each pod asking gpus GPUs.
@@ -334,7 +307,7 @@ func getServing(t *testing.T, ns, name string) *v1.ModelServing {
 // waitReady waits until the serving's status says every group is ready on its update revision.
 func waitReady(t *testing.T, ns, name string, timeout time.Duration) time.Duration {
 	t.Helper()
-	return eventually(t, timeout, name+" Ready", func() (bool, error) {
+	return testenv.Eventually(t, timeout, name+" Ready", func() (bool, error) {
 		ms := &v1.ModelServing{}
 		if err := kc.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, ms); err != nil {
 			return false, err
@@ -346,7 +319,7 @@ func waitReady(t *testing.T, ns, name string, timeout time.Duration) time.Durati
 // update re-reads the serving and applies change to it until the write goes through.
 func update(t *testing.T, ns, name string, change func(*v1.ModelServing)) {
 	t.Helper()
-	eventually(t, 10*time.Second, "update of "+name, func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "update of "+name, func() (bool, error) {
 		ms := getServing(t, ns, name)
 		change(ms)
 		err := kc.Update(context.Background(), ms)

@@ -6,7 +6,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -55,19 +54,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startEmbedded runs the operator as `kubectl llm operator --lws=auto` would outside the cluster:
 // the API server has no LWS controller, so auto must pick embedded.
 func startEmbedded(ctx context.Context) (<-chan struct{}, error) {
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -90,22 +80,6 @@ func startEmbedded(ctx context.Context) (<-chan struct{}, error) {
 		}
 	}()
 	return done, nil
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) time.Duration {
-	t.Helper()
-	start := time.Now()
-	var last error
-	for time.Since(start) < timeout {
-		ok, err := cond()
-		if ok {
-			return time.Since(start)
-		}
-		last = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
-	return 0
 }
 
 func namespace(t *testing.T) string {
@@ -136,7 +110,7 @@ func TestTheEmbeddedLWSWebhooksDefaultAndValidate(t *testing.T) {
 	ns := namespace(t)
 	lws := bareLWS(ns, "plain")
 	// The webhook server may still be starting: creation is refused until it answers.
-	took := eventually(t, 30*time.Second, "the LWS webhook to answer", func() (bool, error) {
+	took := testenv.Eventually(t, 30*time.Second, "the LWS webhook to answer", func() (bool, error) {
 		err := env.Client.Create(ctx, lws.DeepCopy())
 		return err == nil, err
 	})
@@ -171,7 +145,7 @@ func TestAServingGetsItsLeaderStatefulSetFromTheEmbeddedLWS(t *testing.T) {
 		t.Fatal(err)
 	}
 	sts := &appsv1.StatefulSet{}
-	took := eventually(t, 60*time.Second, "the leader StatefulSet", func() (bool, error) {
+	took := testenv.Eventually(t, 60*time.Second, "the leader StatefulSet", func() (bool, error) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen"}, sts)
 		return err == nil, err
 	})
