@@ -97,6 +97,7 @@ func Start() (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = env.Stop() // a failed CRD install leaves kube-apiserver and etcd running otherwise
 		return nil, fmt.Errorf("start envtest with the binaries in %s: %w", assets, err)
 	}
 	// Tests create many objects quickly; the default client limits would only slow them.
