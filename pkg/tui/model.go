@@ -74,6 +74,7 @@ type Model struct {
 	keys      KeyMap
 	styles    Styles
 	help      help.Model
+	footers   footers
 	untilDone bool
 
 	width, height int
@@ -90,9 +91,10 @@ type Model struct {
 
 	screen    screen
 	showHelp  bool
-	rows      []int // indices into sv.groups (or list) that pass the filter
-	cursor    int   // index into rows
-	offset    int   // first visible body line
+	rows      []int      // indices into sv.groups (or list) that pass the filter
+	body      []bodyLine // the lines of the group table: rows and the partition marker
+	cursor    int        // index into rows
+	offset    int        // first visible body line
 	podOffset int
 	selected  int // group index (or serving position) under the cursor, kept across updates
 	filter    textinput.Model
@@ -113,6 +115,8 @@ type servingView struct {
 	rolloutErr  error
 	partition   int32
 	size        int
+	// widths of the group and revision columns
+	groupWidth, revisionWidth int
 }
 
 // NewModel makes the view of cfg.Name (or of the namespace's servings when it is empty). Its
@@ -139,6 +143,7 @@ func newModel(ctx context.Context, cfg Config, src source) Model {
 		help: h, filter: ti, untilDone: cfg.UntilDone, selected: -1,
 	}
 	m.now = m.clock()
+	m.footers = renderFooters(m.help, m.keys)
 	return m
 }
 
@@ -353,7 +358,7 @@ func (m *Model) openSelected() (tea.Model, tea.Cmd) {
 		ms := m.list[m.rows[m.cursor]]
 		m.name, m.screen, m.selected, m.cursor, m.offset = ms.Name, screenGroups, -1, 0, 0
 		m.filter.SetValue("")
-		m.sv, m.rows = servingView{}, nil
+		m.sv, m.rows, m.body = servingView{}, nil, nil
 		m.snap = Snapshot{Servings: m.snap.Servings}
 		m.pending, m.flushing = nil, false
 		return *m, m.open(ms.Name)
@@ -458,6 +463,10 @@ func (m *Model) derive() {
 			msg, done, err := status.RolloutStatus(ms)
 			m.sv = servingView{ms: ms, sum: sum, groups: sum.Groups, rollout: strings.TrimSpace(msg),
 				rolloutDone: done, rolloutErr: err, partition: ptrOr(ms.Spec.Rollout.Partition, 0), size: max(int(ms.Spec.GroupSize), 1)}
+			for _, g := range m.sv.groups {
+				m.sv.groupWidth = max(m.sv.groupWidth, len(groupLabel(g)))
+				m.sv.revisionWidth = max(m.sv.revisionWidth, len(m.revisionTag(g.Revision)))
+			}
 		}
 	}
 	m.refilter()
@@ -485,6 +494,7 @@ func (m *Model) refilter() {
 			m.cursor = i
 		}
 	}
+	m.body = m.layoutBody()
 	m.clamp()
 }
 
@@ -551,7 +561,7 @@ func (m *Model) clamp() {
 		return
 	}
 	line := m.cursorLine()
-	total := len(m.bodyLines())
+	total := len(m.body)
 	if line < m.offset {
 		m.offset = line
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -93,7 +94,7 @@ func (m Model) eventCount() int {
 	if n == 0 {
 		return 0
 	}
-	room := m.height - m.fixedLines() - min(len(m.bodyLines()), 4) - 2 // blank + title
+	room := m.height - m.fixedLines() - min(len(m.body), 4) - 2 // blank + title
 	n = min(n, room)
 	if n < 1 {
 		return 0
@@ -115,7 +116,8 @@ type bodyLine struct {
 	marker bool
 }
 
-func (m Model) bodyLines() []bodyLine {
+// layoutBody computes the body lines; refilter keeps them in m.body.
+func (m Model) layoutBody() []bodyLine {
 	lines := make([]bodyLine, 0, len(m.rows)+1)
 	p := int(m.sv.partition)
 	marked := m.name == "" || p == 0 || len(m.rows) == 0
@@ -136,7 +138,7 @@ func (m Model) cursorLine() int {
 	if m.screen == screenPods {
 		return 0
 	}
-	for i, l := range m.bodyLines() {
+	for i, l := range m.body {
 		if !l.marker && l.row == m.cursor {
 			return i
 		}
@@ -159,7 +161,7 @@ func (m Model) renderBody() []string {
 	if len(m.rows) == 0 {
 		return []string{m.styles.Dim.Render("  no group matches the filter")}
 	}
-	all := m.bodyLines()
+	all := m.body
 	lo := min(m.offset, len(all))
 	hi := min(lo+h, len(all))
 	cols := m.columns()
@@ -252,11 +254,7 @@ type columns struct {
 }
 
 func (m Model) columns() columns {
-	c := columns{group: len("GROUP"), revision: len("REVISION"), ready: len("READY")}
-	for _, g := range m.sv.groups {
-		c.group = max(c.group, len(groupLabel(g)))
-		c.revision = max(c.revision, len(m.revisionTag(g.Revision)))
-	}
+	c := columns{group: max(len("GROUP"), m.sv.groupWidth), revision: max(len("REVISION"), m.sv.revisionWidth), ready: len("READY")}
 	size := m.sv.size
 	budget := max(m.width/3, 8)
 	switch {
@@ -280,7 +278,7 @@ func (m Model) tableHeader() string {
 	c := m.columns()
 	h := fmt.Sprintf("  %-*s  %-*s  %-*s  %-*s  %s", c.group, "GROUP", c.pods, "PODS", c.revision, "REVISION", c.ready, "READY", "WHY NOT READY")
 	var scroll string
-	if lines := len(m.bodyLines()); lines > m.bodyHeight() && m.sv.ms != nil {
+	if lines := len(m.body); lines > m.bodyHeight() && m.sv.ms != nil {
 		first := m.offset + 1
 		scroll = fmt.Sprintf("lines %d–%d of %d", first, min(m.offset+m.bodyHeight(), lines), lines)
 	}
@@ -343,11 +341,7 @@ func (m Model) groupRow(g status.Group, selected bool, c columns) string {
 	pad(&b, c.revision-len(tag)+2)
 
 	ready := strconv.Itoa(g.ReadyPods) + "/" + strconv.Itoa(g.Size)
-	if g.Ready() {
-		b.WriteString(s.OK.Render(ready))
-	} else {
-		b.WriteString(ready)
-	}
+	b.WriteString(ready) // the cells carry the colour
 	pad(&b, c.ready-len(ready)+2)
 
 	if reason := g.Reason(); reason != "" {
@@ -502,24 +496,49 @@ func (m Model) statusLine() string {
 }
 
 func (m Model) footer() string {
-	k := m.keys
-	if m.name == "" {
-		return m.help.ShortHelpView(k.listHelp())
+	paused := m.sv.ms != nil && m.sv.ms.Spec.Rollout.Paused
+	switch {
+	case m.name == "":
+		return m.footers.list
+	case m.screen == screenPods && paused:
+		return m.footers.podsPaused
+	case m.screen == screenPods:
+		return m.footers.pods
+	case paused:
+		return m.footers.groupsPaused
 	}
-	if m.sv.ms != nil && m.sv.ms.Spec.Rollout.Paused {
-		k.Pause.SetHelp("p", "resume")
-	} else {
-		k.Pause.SetHelp("p", "pause")
+	return m.footers.groups
+}
+
+// footers are the footer lines, rendered once: the keys do not change while the view runs.
+type footers struct {
+	list, groups, groupsPaused, pods, podsPaused string
+}
+
+func renderFooters(h help.Model, k KeyMap) footers {
+	h.SetWidth(0) // the screen truncates to its width
+	line := func(back, paused bool) string {
+		open := k.Open
+		open.SetHelp("enter", "pods")
+		if back {
+			open = k.Back
+		}
+		pause := k.Pause
+		pause.SetHelp("p", "pause")
+		if paused {
+			pause.SetHelp("p", "resume")
+		}
+		restart, promote, abort := k.Restart, k.Promote, k.Abort
+		restart.SetHelp("R", "restart all")
+		promote.SetHelp("P", "promote")
+		abort.SetHelp("A", "abort")
+		return h.ShortHelpView([]key.Binding{k.Help, k.Quit, open, k.RestartGroup, restart, pause, promote, abort, k.Filter})
 	}
-	open := k.Open
-	open.SetHelp("enter", "pods")
-	if m.screen == screenPods {
-		open = k.Back
+	return footers{
+		list:   h.ShortHelpView(k.listHelp()),
+		groups: line(false, false), groupsPaused: line(false, true),
+		pods: line(true, false), podsPaused: line(true, true),
 	}
-	k.Restart.SetHelp("R", "restart all")
-	k.Promote.SetHelp("P", "promote")
-	k.Abort.SetHelp("A", "abort")
-	return m.help.ShortHelpView([]key.Binding{k.Help, k.Quit, open, k.RestartGroup, k.Restart, k.Pause, k.Promote, k.Abort, k.Filter})
 }
 
 // renderHelp is the help screen: every key and what the symbols mean.

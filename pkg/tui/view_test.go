@@ -74,6 +74,7 @@ func TestGroupsComingUp(t *testing.T) {
 
 func TestPodFailingWithReason(t *testing.T) {
 	ms := created(serving(2, 2).Obj())
+	ms.Status.Replicas, ms.Status.ReadyReplicas, ms.Status.UpdatedReplicas = 2, 1, 2
 	msg := "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
 	s := Snapshot{Serving: ms, Synced: true, Pods: pods(
 		fixtures.Pod("demo", 0, 0, revOld).Obj(), fixtures.Pod("demo", 0, 1, revOld).Obj(),
@@ -91,6 +92,7 @@ func TestPodFailingWithReason(t *testing.T) {
 	// enter on group 1 shows its pods with the whole reason
 	m, _ = press(t, m, "down", "enter")
 	out = display(t, m)
+	golden.RequireEqual(t, out)
 	mustContain(t, out, "GROUP 1 · revision 5f3a9c1b2d · 1/2 ready", "esc back", "leader", "demo-1", "gpu-node-1",
 		"worker 1", "Pending", "No preemption victims found")
 	mustNotContain(t, out, "EVENTS")
@@ -114,15 +116,17 @@ func TestPodFailingWithReason(t *testing.T) {
 func TestRollingUpdateWithPartition(t *testing.T) {
 	ms := created(serving(4, 2).Partition(2).Obj())
 	ms.Status.UpdateRevision = revNew
-	ms.Status.Conditions[0].Reason, ms.Status.Conditions[0].Message = v1.ReasonRollingOut, "3 of 4 groups updated, 3 of 4 ready"
+	ms.Status.Replicas, ms.Status.ReadyReplicas, ms.Status.UpdatedReplicas = 4, 3, 2
+	ms.Status.Conditions[0].Reason, ms.Status.Conditions[0].Message = v1.ReasonRollingOut, "2 of 4 groups updated, 3 of 4 ready"
 	ps := append(fixtures.Group("demo", 0, 2, revOld), fixtures.Group("demo", 1, 2, revOld)...)
 	ps = append(ps, fixtures.Group("demo", 2, 2, revNew)...)
 	ps = append(ps, fixtures.Pod("demo", 3, 0, revNew).Obj(), fixtures.Pod("demo", 3, 1, revNew).NotReady().Obj())
 	m := feed(t, newTestModel(t, "demo", 100, 30, nil), Snapshot{Serving: ms, Synced: true, Pods: ps})
 	out := display(t, m)
+	golden.RequireEqual(t, out)
 
 	mustContain(t, out, "revision 5f3a9c1b2d → 8c1d2e3f4a", "2/4 updated · 3/4 ready · 4 desired · partition 2",
-		"[#####-----]", "Waiting for rollout to finish: 0 of 4 groups updated")
+		"[#####-----]", "Waiting for rollout to finish: 2 of 4 groups updated")
 	marker := lineIndex(out, "── partition 2: groups ≥ 2 move to 8c1d2e3f4a, groups < 2 stay on 5f3a9c1b2d")
 	g1, g2 := lineIndex(out, "  1   "), lineIndex(out, "  2   ")
 	if marker < 0 || !(g1 < marker && marker < g2) {
