@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -182,7 +183,7 @@ func TestRunPlainFollowsTheAPIServer(t *testing.T) {
 	setPodStatus(t, c, leader, true)
 	waitOutput("group 0 leader: Ready")
 	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("RunPlain: %v", err)
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("RunPlain ended by its context returned %v, want context.Canceled", err)
 	}
 }

@@ -16,8 +16,8 @@ import (
 )
 
 // RunPlain prints what changes as plain lines ("12:00:01 group 1 worker 1: Ready") until ctx ends
-// (or, with UntilDone, until the rollout is done): the view for a stdout that is not a terminal,
-// or --no-tui.
+// (it returns ctx.Err()) or, with UntilDone, until the rollout is done (nil, or the rollout's
+// *status.RolloutFailedError): the view for a stdout that is not a terminal, or --no-tui.
 func RunPlain(ctx context.Context, cfg Config) error {
 	if cfg.Client == nil {
 		return errors.New("the plain view needs a client")
@@ -26,23 +26,29 @@ func RunPlain(ctx context.Context, cfg Config) error {
 	return runPlain(ctx, cfg, watchSource{client: cfg.Client})
 }
 
-func runPlain(ctx context.Context, cfg Config, src source) error {
-	ctx, cancel := context.WithCancel(ctx)
+func runPlain(parent context.Context, cfg Config, src source) error {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	st := src.open(ctx, cfg.Namespace, cfg.Name)
 	p := newPlainPrinter(cfg)
-	var result error
+	var (
+		result   error
+		finished bool
+	)
 	st.snapshots(ctx, redrawInterval, func(s Snapshot) {
 		done, err := p.print(s)
 		if cfg.UntilDone && (done || err != nil) {
-			result = err
+			result, finished = err, true
 			cancel()
 		}
 	})
-	if p.err != nil {
+	switch {
+	case p.err != nil:
 		return p.err
+	case finished:
+		return result
 	}
-	return result
+	return parent.Err() // ended from outside, like Run
 }
 
 // plainPrinter remembers what it printed and prints only what changed.

@@ -47,8 +47,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Run shows the live view on the terminal until the user quits (or, with UntilDone, until the
-// rollout is done) or ctx ends.
+// Run shows the live view on the terminal until the user quits (nil), until the rollout is done
+// with UntilDone (nil, or the rollout's *status.RolloutFailedError), or until ctx ends (ctx.Err()).
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Client == nil {
 		return errors.New("the live view needs a client")
@@ -59,7 +59,9 @@ func Run(ctx context.Context, cfg Config) error {
 	p := tea.NewProgram(NewModel(ctx, cfg), tea.WithContext(ctx), tea.WithInput(cfg.In), tea.WithOutput(cfg.Out))
 	final, err := p.Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-		return nil // interrupted from outside: not a failure of the view
+		// Ended from outside (a timeout, a signal): say so, so that `rollout status --watch
+		// --timeout` can tell a timeout from a finished rollout.
+		return ctx.Err()
 	}
 	if err != nil {
 		return err
