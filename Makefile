@@ -6,7 +6,7 @@ export GOFLAGS := -modcacherw
 CONTROLLER_GEN := go tool controller-gen
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build test generate verify-generated fmt-check vet control-plane clean-cache demo demo-down
+.PHONY: all build test generate verify-generated fmt-check vet control-plane clean-cache demo demo-down release-check
 
 all: build
 
@@ -45,6 +45,9 @@ test: ## Everything CI checks: generated files, gofmt, vet, and all tests agains
 	@assets=$$(bash hack/build-control-plane.sh); \
 	$(MAKE) --no-print-directory verify-generated fmt-check vet; \
 	KUBEBUILDER_ASSETS=$$assets go test $(GO_TEST_FLAGS) ./...
+
+release-check: ## Validate .goreleaser.yaml with goreleaser (built from the module proxy; publishes nothing).
+	bash hack/release-check.sh
 
 demo: ## The demo: simulated GPU cluster, operator hosting LWS, a two-group serving.
 	bash hack/demo.sh up
