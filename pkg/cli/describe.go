@@ -130,7 +130,7 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 		}
 	}
 	sort.SliceStable(d.events, func(i, j int) bool {
-		ti, tj := eventTime(d.events[i]), eventTime(d.events[j])
+		ti, tj := status.EventTime(d.events[i]), status.EventTime(d.events[j])
 		if !ti.Equal(tj) {
 			return ti.Before(tj)
 		}
@@ -298,22 +298,8 @@ func indent(prefix string, last bool) string {
 	return prefix + "│   "
 }
 
-func eventTime(e corev1.Event) time.Time {
-	t := e.LastTimestamp.Time
-	if e.Series != nil && e.Series.LastObservedTime.After(t) {
-		t = e.Series.LastObservedTime.Time
-	}
-	if e.EventTime.After(t) {
-		t = e.EventTime.Time
-	}
-	if t.IsZero() {
-		t = e.CreationTimestamp.Time
-	}
-	return t
-}
-
 func eventAge(now time.Time, e corev1.Event) string {
-	last := eventTime(e)
+	last := status.EventTime(e)
 	count := e.Count
 	if e.Series != nil {
 		count = e.Series.Count

@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
@@ -69,6 +71,7 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	if o.NoTUI || !isTerminal(o.Streams.Out) {
 		return o.explain(tui.RunPlain(ctx, cfg))
 	}
+	quietLogs()
 	return o.explain(tui.Run(ctx, cfg))
 }
 
@@ -78,6 +81,9 @@ func (o *WatchOptions) explain(err error) error {
 	}
 	return explain(err, o.host())
 }
+
+// quietLogs keeps client libraries from writing log lines over the live view.
+func quietLogs() { ctrl.SetLogger(logr.Discard()) }
 
 // isTerminal reports whether w is a terminal (a character device).
 func isTerminal(w io.Writer) bool {
@@ -142,6 +148,7 @@ func (a commandActions) Abort(ctx context.Context, ns, name string) error {
 func (o *RolloutStatusOptions) rolloutStatusTUI(ctx context.Context) error {
 	cfg := tui.Config{Client: o.client, Namespace: o.namespace, Name: o.Name, In: o.Streams.In, Out: o.Streams.Out,
 		Clock: o.Clock.Now, Actions: commandActions{root: o.RootOptions, client: o.client}, UntilDone: true}
+	quietLogs()
 	err := tui.Run(ctx, cfg)
 	var failed *status.RolloutFailedError
 	if errors.As(err, &failed) {

@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
 // Snapshot is what the cluster holds for the view at one moment.
@@ -232,25 +233,10 @@ func (w watchSource) listWatch(ns string, newList func() client.ObjectList, opts
 	}
 }
 
-// eventTime is when an event last happened.
-func eventTime(e corev1.Event) time.Time {
-	t := e.LastTimestamp.Time
-	if e.Series != nil && e.Series.LastObservedTime.After(t) {
-		t = e.Series.LastObservedTime.Time
-	}
-	if e.EventTime.After(t) {
-		t = e.EventTime.Time
-	}
-	if t.IsZero() {
-		t = e.CreationTimestamp.Time
-	}
-	return t
-}
-
 // latestEvents keeps the n latest events, oldest first.
 func latestEvents(events []corev1.Event, n int) []corev1.Event {
 	sort.SliceStable(events, func(i, j int) bool {
-		ti, tj := eventTime(events[i]), eventTime(events[j])
+		ti, tj := status.EventTime(events[i]), status.EventTime(events[j])
 		if !ti.Equal(tj) {
 			return ti.Before(tj)
 		}

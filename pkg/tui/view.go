@@ -468,7 +468,7 @@ func (m Model) eventLines() []string {
 		if e.Type == corev1.EventTypeWarning {
 			typ = s.Warning.Render(typ)
 		}
-		when := eventTime(e).In(m.now.Location()).Format("15:04:05")
+		when := status.EventTime(e).In(m.now.Location()).Format("15:04:05")
 		msg := strings.Join(strings.Fields(e.Message), " ")
 		lines = append(lines, fmt.Sprintf("  %s  %s  %-*s  %s", s.Dim.Render(when), typ, reasonWidth, e.Reason, msg))
 	}
