@@ -24,7 +24,7 @@ type Config struct {
 	Out io.Writer
 	// Clock gives the time (nil: time.Now).
 	Clock func() time.Time
-	// Actions carry out the keys r, R, p, P and A (nil: ClientActions on Client).
+	// Actions carry out the keys r, R, p, P and A (nil: the keys say no action is available).
 	Actions Actions
 	// UntilDone quits when the rollout is done or failed, as `rollout status --watch` does;
 	// Run then returns the rollout's error (a *status.RolloutFailedError).
@@ -41,8 +41,8 @@ func (c Config) withDefaults() Config {
 	if c.Out == nil {
 		c.Out = os.Stdout
 	}
-	if c.Actions == nil && c.Client != nil {
-		c.Actions = ClientActions{Client: c.Client, Clock: c.Clock}
+	if c.Actions == nil {
+		c.Actions = noActions{}
 	}
 	return c
 }
