@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-
 )
 
 // syncBuffer is a bytes.Buffer safe to read while RunPlain writes it.
