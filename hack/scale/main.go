@@ -23,12 +23,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/test/sim"
@@ -80,7 +82,19 @@ func run(counts string) error {
 	if err != nil {
 		return err
 	}
-	op, err := startOperator(bin, cluster.Kubeconfig, filepath.Join(dir, "operator.log"))
+	logPath := filepath.Join(dir, "operator.log")
+	defer func() {
+		if raw, err := os.ReadFile(logPath); err == nil {
+			n := 0
+			for _, l := range strings.Split(string(raw), "\n") {
+				if strings.Contains(l, "error") && n < 5 {
+					fmt.Fprintln(os.Stderr, "operator:", l)
+					n++
+				}
+			}
+		}
+	}()
+	op, err := startOperator(bin, cluster.Kubeconfig, logPath)
 	if err != nil {
 		return err
 	}
@@ -167,6 +181,13 @@ func measure(ctx context.Context, c client.WithWatch, pid int, ns string, n int)
 		return "", fmt.Errorf("%d servings: only %d Ready in time", n, len(ready))
 	}
 	allReady := time.Since(start)
+	slowest := ""
+	for name, d := range ready {
+		if slowest == "" || d > ready[slowest] {
+			slowest = name
+		}
+	}
+	trace(ctx, c, ns, slowest, created[slowest], ready[slowest])
 	cpu1, err := cpuTime(pid)
 	if err != nil {
 		return "", err
@@ -186,6 +207,32 @@ func measure(ctx context.Context, c client.WithWatch, pid int, ns string, n int)
 	cpu := cpu1 - cpu0
 	return fmt.Sprintf("| %d | %s | %s | %s / %s / %s | %s | %.1f ms | %.0f MiB |", n, round(createAll), round(allReady),
 		round(q(0.5)), round(q(0.9)), round(delays[len(delays)-1]), round(cpu), float64(cpu.Microseconds())/1000/float64(n), rss), nil
+}
+
+// trace prints, for one serving, when each object of its pipeline appeared, in seconds after the
+// serving was created (the API's timestamps have whole seconds).
+func trace(ctx context.Context, c client.Client, ns, name string, created time.Time, ready time.Duration) {
+	at := func(t metav1.Time) string {
+		return fmt.Sprintf("%+.0fs", t.Sub(created.Truncate(time.Second)).Seconds())
+	}
+	line := []string{"trace " + name + ":"}
+	lws := &lwsv1.LeaderWorkerSet{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lws); err == nil {
+		line = append(line, "LeaderWorkerSet "+at(lws.CreationTimestamp))
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sts); err == nil {
+		line = append(line, "StatefulSet "+at(sts.CreationTimestamp))
+	}
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-0"}, pod); err == nil {
+		line = append(line, "pod "+at(pod.CreationTimestamp))
+		for _, cond := range pod.Status.Conditions {
+			line = append(line, string(cond.Type)+" "+at(cond.LastTransitionTime))
+		}
+	}
+	line = append(line, fmt.Sprintf("serving Ready seen %.1fs", ready.Seconds()))
+	fmt.Fprintln(os.Stderr, strings.Join(line, "  "))
 }
 
 func round(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }

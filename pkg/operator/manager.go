@@ -2,14 +2,18 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -88,6 +92,9 @@ func servingPods() labels.Selector {
 // NewManager builds the manager with the ModelServing reconciler and, when asked or needed,
 // the embedded LWS reconcilers and webhooks.
 func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
+	if err := WaitForAPIs(ctx, cfg, 10*time.Second); err != nil {
+		return nil, err
+	}
 	mode, err := resolveLWSMode(ctx, cfg, opts.LWS)
 	if err != nil {
 		return nil, err
@@ -114,6 +121,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptrTo(15 * time.Second),
 	}
+	// The default for controllers that set none: the embedded LWS reconcilers, whose single
+	// upstream worker otherwise makes StatefulSets one serving at a time (the scale harness saw
+	// 14 s of queueing at 100 servings).
+	mopts.Controller.MaxConcurrentReconciles = 4
 	if opts.SkipNameValidation {
 		mopts.Controller.SkipNameValidation = ptrTo(true)
 	}
@@ -162,6 +173,50 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// WaitForAPIs waits (up to timeout, for CRDs applied a moment ago) until the API server serves
+// ModelServing and LeaderWorkerSet, and otherwise says what to install. Without it the
+// controllers would start only once a background retry finds the CRDs.
+func WaitForAPIs(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	apis := []struct{ groupVersion, resource, missing string }{
+		{v1.GroupVersion.String(), "modelservings", "the ModelServing CRD (modelservings.serving.kubectl-llm.dev) is not installed: run kubectl llm install"},
+		{lwsv1.GroupVersion.String(), "leaderworkersets", "the LeaderWorkerSet CRD is not installed: install LeaderWorkerSet, or run kubectl llm install --lws=embedded and let the operator host it"},
+	}
+	deadline := time.Now().Add(timeout)
+	for _, api := range apis {
+		for {
+			list, err := dc.ServerResourcesForGroupVersion(api.groupVersion)
+			if err == nil && hasResource(list.APIResources, api.resource) {
+				break
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("cannot reach the API server at %s: %w", cfg.Host, err)
+			}
+			if time.Now().After(deadline) {
+				return errors.New(api.missing)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func hasResource(rs []metav1.APIResource, name string) bool {
+	for _, r := range rs {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Run builds the manager and runs it until ctx ends.
