@@ -39,14 +39,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "api-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func namespace(t *testing.T) string { return testenv.Namespace(t, env.Client, "api-") }
 
 func TestFullModelServingRoundTrips(t *testing.T) {
 	ctx := context.Background()

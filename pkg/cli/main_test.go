@@ -1,14 +1,12 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,23 +87,8 @@ func runCtx(ctx context.Context, t *testing.T, now time.Time, stdin string, args
 	return runTo(ctx, &syncBuffer{}, now, stdin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 }
 
-// syncBuffer is a buffer a test may read while a command writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer a test may read while a command or view writes to it.
+type syncBuffer = testenv.SyncBuffer
 
 // start runs a command in the background (until it ends or ctx does) and returns its stdout as it
 // is written, and its result when it ends.

@@ -82,14 +82,7 @@ func startManager(ctx context.Context, name string, reg *prometheus.Registry) (<
 	return done, nil
 }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "op-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func namespace(t *testing.T) string { return testenv.Namespace(t, env.Client, "op-") }
 
 func serving(ns, name string) *v1.ModelServing {
 	return &v1.ModelServing{

@@ -1,32 +1,16 @@
 package tui
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-// syncBuffer is a bytes.Buffer safe to read while RunPlain writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer a test may read while a command or view writes to it.
+type syncBuffer = testenv.SyncBuffer
 
 // TestRunPlainFollowsTheAPIServer: RunPlain prints a line when a pod becomes ready.
 func TestRunPlainFollowsTheAPIServer(t *testing.T) {
