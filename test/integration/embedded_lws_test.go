@@ -82,14 +82,7 @@ func startEmbedded(ctx context.Context) (<-chan struct{}, error) {
 	return done, nil
 }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lws-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func namespace(t *testing.T) string { return testenv.Namespace(t, env.Client, "lws-") }
 
 func bareLWS(ns, name string) *lwsv1.LeaderWorkerSet {
 	return &lwsv1.LeaderWorkerSet{
