@@ -18,7 +18,8 @@ generate: ## Regenerate deepcopy code and the CRD from the API types.
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	@mkdir -p config/crd/lws
 	@# The LeaderWorkerSet CRD of the sigs.k8s.io/lws version in go.mod, for embedded LWS hosting.
-	@cp "$$(go list -m -f '{{.Dir}}' sigs.k8s.io/lws)/config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml" config/crd/lws/
+	@lws=$$(bash hack/moddir.sh sigs.k8s.io/lws); \
+	  cp "$$lws/config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml" config/crd/lws/
 	@chmod u+w config/crd/lws/*.yaml
 	$(CONTROLLER_GEN) rbac:roleName=kubectl-llm-operator paths=./pkg/operator output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=kubectl-llm-lws paths=./pkg/operator/lwsrbac output:rbac:artifacts:config=config/rbac/lws

@@ -45,7 +45,7 @@ go build -C "$TOOLS/etcd" -trimpath -ldflags="-s -w" -o "$TMP/etcd" go.etcd.io/e
 log "building kwok, kwokctl $KWOK"
 go build -C "$TOOLS/kwok" -trimpath -ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK" -o "$TMP/" \
   sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
-STAGES=$(go list -C "$TOOLS/kwok" -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+STAGES=$(bash "$HERE/moddir.sh" -C "$TOOLS/kwok" sigs.k8s.io/kwok)/kustomize/stage
 mkdir -p "$TMP/kwok-stages"
 cp "$STAGES/node/fast/node-initialize.yaml" "$STAGES/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
   "$STAGES/pod/fast/pod-ready.yaml" "$STAGES/pod/fast/pod-complete.yaml" "$STAGES/pod/fast/pod-delete.yaml" \

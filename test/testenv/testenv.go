@@ -4,7 +4,6 @@
 package testenv
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,21 +60,21 @@ func Assets() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// CRDDirs are the ModelServing CRD directory and the LeaderWorkerSet CRD directory of the
-// sigs.k8s.io/lws module this repository requires.
+// CRDDirs are the ModelServing CRD directory and the committed copy of the LeaderWorkerSet CRD
+// of the sigs.k8s.io/lws version in go.mod (config/crd/lws, refreshed and checked by
+// `make generate` / `make verify-generated`). Reading the committed copy, not the module cache,
+// keeps the harness working on a machine whose module cache is empty.
 func CRDDirs() ([]string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/lws")
-	cmd.Dir = RepoRoot()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("locate the sigs.k8s.io/lws module: %w: %s", err, stderr.String())
-	}
-	return []string{
+	dirs := []string{
 		filepath.Join(RepoRoot(), "config", "crd", "bases"),
-		filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases"),
-	}, nil
+		filepath.Join(RepoRoot(), "config", "crd", "lws", "leaderworkerset.x-k8s.io_leaderworkersets.yaml"),
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			return nil, fmt.Errorf("the CRDs the tests install: %w (run 'make generate')", err)
+		}
+	}
+	return dirs, nil
 }
 
 // Start starts kube-apiserver and etcd and installs the CRDs. Stop it with Env.Stop.
