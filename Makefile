@@ -6,7 +6,7 @@ export GOFLAGS := -modcacherw
 CONTROLLER_GEN := go tool controller-gen
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build test generate verify-generated fmt-check vet control-plane clean-cache demo demo-down release-check
+.PHONY: all build test generate verify-generated fmt-check vet modcache-check control-plane clean-cache demo demo-down release-check
 
 all: build
 
@@ -39,12 +39,15 @@ fmt-check: ## Fail when gofmt would change a file.
 vet:
 	go vet ./...
 
+modcache-check: ## Fail when a script reads a module directory without downloading it first.
+	@bash hack/check-modcache-reads.sh
+
 control-plane: ## Build (or reuse) kube-apiserver, etcd, kwok… in the cache; prints the directory.
 	@bash hack/build-control-plane.sh
 
 test: ## Everything CI checks: generated files, gofmt, vet, and all tests against a real control plane.
 	@assets=$$(bash hack/build-control-plane.sh); \
-	$(MAKE) --no-print-directory verify-generated fmt-check vet; \
+	$(MAKE) --no-print-directory verify-generated fmt-check vet modcache-check; \
 	KUBEBUILDER_ASSETS=$$assets go test $(GO_TEST_FLAGS) ./...
 
 release-check: ## Validate .goreleaser.yaml with goreleaser (built from the module proxy; publishes nothing).

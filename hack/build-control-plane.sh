@@ -36,7 +36,7 @@ LDF="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   LDF="$LDF -X $p.gitVersion=$K8S -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
 done
-log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $K8S (about 6 minutes when cold)"
+log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $K8S (16-22 minutes on 2 cores when cold)"
 go build -C "$TOOLS/k8s" -trimpath -ldflags="$LDF" -o "$TMP/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl

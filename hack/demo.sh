@@ -29,7 +29,7 @@ down() {
 
 up() {
   local t0=$SECONDS
-  log "building the control plane (cached after the first run; ~6 min cold) and kubectl-llm"
+  log "building the control plane (cached after the first run; 16-22 min cold on 2 cores) and kubectl-llm"
   BIN=$(bash hack/build-control-plane.sh)
   go build -o bin/kubectl-llm ./cmd/kubectl-llm
   stop_operator
