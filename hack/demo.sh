@@ -36,16 +36,12 @@ up() {
   log "starting the simulated cluster"
   mkdir -p "$SIM_DIR"
   SIM_DIR=$SIM_DIR bash hack/sim.sh up >/dev/null 2>"$SIM_DIR/demo-sim.log" || { cat "$SIM_DIR/demo-sim.log"; exit 1; }
-  log "installing the ModelServing and LeaderWorkerSet CRDs"
-  "$BIN/kubectl" --kubeconfig "$KCFG" apply --server-side \
-    -f config/crd/bases/serving.kubectl-llm.dev_modelservings.yaml -f config/crd/lws/leaderworkerset.x-k8s.io_leaderworkersets.yaml >/dev/null
-  for _ in $(seq 150); do
-    "$BIN/kubectl" --kubeconfig "$KCFG" get --raw /apis/serving.kubectl-llm.dev/v1alpha1 >/dev/null 2>&1 &&
-      "$BIN/kubectl" --kubeconfig "$KCFG" get --raw /apis/leaderworkerset.x-k8s.io/v1 >/dev/null 2>&1 && break
-    sleep 0.2
-  done
-  log "starting kubectl llm operator --lws=embedded (log: $LOG)"
-  nohup bin/kubectl-llm operator --kubeconfig "$KCFG" --lws=embedded --leader-elect=false \
+  log "installing the CRDs, the operator's ServiceAccount, roles and webhook configurations"
+  SIM_DIR=$SIM_DIR bash hack/sim.sh install embedded 2>"$SIM_DIR/demo-install.log" >/dev/null ||
+    { cat "$SIM_DIR/demo-install.log"; exit 1; }
+  log "starting kubectl llm operator --lws=embedded as its ServiceAccount (log: $LOG)"
+  nohup bin/kubectl-llm operator --kubeconfig "$KCFG" --as system:serviceaccount:kubectl-llm-system:kubectl-llm-operator \
+    --lws=embedded --leader-elect=false \
     --metrics-bind-address=127.0.0.1:18080 --health-probe-bind-address=127.0.0.1:18081 --webhook-port=19443 \
     >"$LOG" 2>&1 &
   echo $! >"$PIDFILE"

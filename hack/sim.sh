@@ -10,6 +10,12 @@
 #   down    delete the cluster and stop its processes
 #   status  the cluster's components and nodes
 #   env     prints `export KUBECONFIG=...`
+#   install [embedded|default]
+#           applies what `kubectl llm install --lws=VARIANT` applies (config/install/VARIANT.yaml:
+#           CRDs, namespace, the operator's ServiceAccount and roles, webhook configurations)
+#           except the operator Deployment, whose pod could not run on fake nodes; then waits
+#           until the CRDs are served. Run the operator beside the cluster as its ServiceAccount:
+#             kubectl llm operator --as=system:serviceaccount:kubectl-llm-system:kubectl-llm-operator
 #
 # Environment:
 #   SIM_DIR    state directory (default <repo>/.sim): kubeconfig, rendered config, kwok workdir
@@ -169,6 +175,27 @@ down() {
   rmdir "$KWOK_WORKDIR" "$SIM_DIR" 2>/dev/null || true
 }
 
+# The install render of VARIANT without its Deployment documents.
+render_without_deployment() {
+  awk 'function flush() { if (doc != "" && doc !~ /(^|\n)kind: Deployment\n/) printf "---\n%s", doc; doc = "" }
+       /^---$/ { flush(); next } { doc = doc $0 "\n" } END { flush() }' "$ROOT/config/install/$1.yaml"
+}
+
+install() {
+  local variant=${1:-embedded} i
+  [ -f "$ROOT/config/install/$variant.yaml" ] || die "no install variant $variant (embedded or default)"
+  [ -f "$KUBECONFIG_PATH" ] || die "no cluster in $SIM_DIR: run hack/sim.sh up first"
+  BIN=$(bin_dir)
+  render_without_deployment "$variant" | kubectl apply --server-side --field-manager=kubectl-llm -f - >&2 ||
+    die "applying config/install/$variant.yaml failed"
+  for i in $(seq 150); do
+    kubectl get --raw /apis/serving.kubectl-llm.dev/v1alpha1 >/dev/null 2>&1 &&
+      kubectl get --raw /apis/leaderworkerset.x-k8s.io/v1 >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  die "the CRDs are not served 30s after install"
+}
+
 status() {
   if [ ! -d "$CLUSTER_DIR" ]; then
     echo "cluster $SIM_NAME: not running (state dir $SIM_DIR)"
@@ -192,5 +219,6 @@ case "${1:-}" in
   down) down ;;
   status) status ;;
   env) echo "export KUBECONFIG=$KUBECONFIG_PATH" ;;
-  *) echo "usage: $0 up|down|status|env" >&2; exit 2 ;;
+  install) install "${2:-embedded}" ;;
+  *) echo "usage: $0 up|down|status|env|install [embedded|default]" >&2; exit 2 ;;
 esac

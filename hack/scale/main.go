@@ -61,20 +61,15 @@ func run(counts string) error {
 	if err := build.Run(); err != nil {
 		return err
 	}
-	assets, err := testenv.Assets()
-	if err != nil {
-		return err
-	}
 	cluster, err := sim.Start(ctx)
 	if err != nil {
 		return err
 	}
 	defer cluster.Stop()
-	for _, f := range []string{"config/crd/bases/serving.kubectl-llm.dev_modelservings.yaml", "config/crd/lws/leaderworkerset.x-k8s.io_leaderworkersets.yaml"} {
-		out, err := exec.Command(filepath.Join(assets, "kubectl"), "--kubeconfig", cluster.Kubeconfig, "apply", "--server-side", "-f", filepath.Join(root, f)).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("apply %s: %w: %s", f, err, out)
-		}
+	// The install's CRDs, ServiceAccount, roles and webhook configurations; the operator runs as
+	// that ServiceAccount, as in a cluster.
+	if err := cluster.InstallOperatorManifests(ctx, "embedded"); err != nil {
+		return err
 	}
 	cfg := cluster.Config
 	cfg.QPS, cfg.Burst = 200, 400
@@ -276,7 +271,7 @@ func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "operator", "--kubeconfig", kubeconfig, "--lws=embedded", "--leader-elect=false",
+	cmd := exec.Command(bin, "operator", "--kubeconfig", kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
 		"--metrics-bind-address=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe),
 		"--webhook-port", strconv.Itoa(webhook), "--zap-log-level=error")
 	cmd.Stdout, cmd.Stderr = log, log

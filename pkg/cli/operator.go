@@ -4,8 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -64,7 +67,7 @@ the API server must reach that address (true for the simulated cluster).`,
 	f.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, `Address of /healthz and /readyz ("0" turns them off)`)
 	f.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "Elect a leader on a Lease so only one operator acts")
 	f.StringVar(&m.LeaderElectionID, "leader-election-id", m.LeaderElectionID, "Name of the leader election Lease")
-	f.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "Namespace of the Lease (default: the pod's namespace in-cluster, default outside)")
+	f.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "Namespace of the Lease (default: the pod's namespace in-cluster, kubectl-llm-system outside, as the install's operator)")
 	f.StringVar(&m.Namespace, "watch-namespace", m.Namespace, "Only reconcile servings in this namespace (default: all)")
 	f.IntVar(&m.HistoryLimit, "revision-history-limit", m.HistoryLimit, "ControllerRevisions kept per serving")
 	f.StringVar(&m.LWS, "lws", m.LWS, "LeaderWorkerSet hosting: external (installed in the cluster), embedded (hosted here), auto (embedded when none is installed)")
@@ -94,16 +97,67 @@ func (o *OperatorOptions) Complete() error {
 	o.inCluster = hasSA && (o.ConfigFlags.KubeConfig == nil || *o.ConfigFlags.KubeConfig == "")
 	if !o.inCluster {
 		if o.Manager.Webhook.URLHost == "" {
+			if o.Manager.LWS != operator.LWSExternal && !apiServerOnThisMachine(cfg.Host, localAddresses()) {
+				return fmt.Errorf("the API server at %s is not on this machine, so it cannot call the embedded LWS "+
+					"webhooks at 127.0.0.1: run the operator in the cluster (kubectl llm install --lws=embedded), use "+
+					"--lws=external where LWS is installed, or pass --webhook-url-host with an address the API server "+
+					"reaches", cfg.Host)
+			}
 			o.Manager.Webhook.URLHost = "127.0.0.1"
 		}
 		if o.Manager.Webhook.BindHost == "" {
 			o.Manager.Webhook.BindHost = "127.0.0.1"
 		}
 		if o.Manager.LeaderElectionNamespace == "" {
-			o.Manager.LeaderElectionNamespace = "default" // no pod namespace to default to
+			// The install's namespace, where the in-cluster operator elects its leader: an operator
+			// started from a laptop competes for the same Lease instead of acting beside it.
+			o.Manager.LeaderElectionNamespace = operator.InstallNamespace
 		}
 	}
 	return nil
+}
+
+// apiServerOnThisMachine reports whether the API server at host (a URL or host[:port]) runs on
+// this machine: a loopback address, localhost, or one of local. Other names are not resolved
+// (no DNS lookup) and count as remote.
+func apiServerOnThisMachine(host string, local []net.IP) bool {
+	if u, err := url.Parse(host); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	if ip == nil {
+		return false
+	}
+	if ip.IsLoopback() {
+		return true
+	}
+	for _, l := range local {
+		if l.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// localAddresses are the IP addresses of this machine's interfaces.
+func localAddresses() []net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			out = append(out, n.IP)
+		}
+	}
+	return out
 }
 
 // Validate checks the flags.

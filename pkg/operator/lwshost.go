@@ -18,11 +18,13 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	lwscontrollers "sigs.k8s.io/lws/pkg/controllers"
@@ -51,9 +53,12 @@ type WebhookOptions struct {
 	ConfigName string
 }
 
+// InstallNamespace is the namespace `kubectl llm install` puts the operator in.
+const InstallNamespace = "kubectl-llm-system"
+
 // DefaultWebhookOptions are the defaults of `kubectl llm operator`.
 func DefaultWebhookOptions() WebhookOptions {
-	return WebhookOptions{Port: 9443, ServiceName: "kubectl-llm-webhook", ServiceNamespace: "kubectl-llm-system", ConfigName: "kubectl-llm-lws"}
+	return WebhookOptions{Port: 9443, ServiceName: "kubectl-llm-webhook", ServiceNamespace: InstallNamespace, ConfigName: "kubectl-llm-lws"}
 }
 
 // Webhook paths the upstream LWS webhooks register.
@@ -79,6 +84,11 @@ func resolveLWSMode(ctx context.Context, cfg *rest.Config, mode string) (string,
 		return "", err
 	}
 	hooks, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		// The shipped role may not list webhook configurations; the install passes --lws explicitly.
+		return "", fmt.Errorf("--lws=auto needs to list mutating webhook configurations, which is forbidden here: "+
+			"pass --lws=external (LWS is installed) or --lws=embedded (%w)", err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("look for an LWS controller (mutating webhook configurations): %w", err)
 	}
@@ -228,23 +238,64 @@ func setupEmbeddedLWS(mgr manager.Manager, o WebhookOptions, certs *webhookCerts
 	if err != nil {
 		return err
 	}
+	// A Runnable that needs leader election: only the elected operator writes the configurations,
+	// so a second operator started elsewhere (same Lease) never points them at itself.
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return ApplyWebhookConfigurations(ctx, cs, o, certs.caPEM)
+		return KeepWebhookConfigurations(ctx, cs, o, certs.caPEM, webhookRepairPeriod)
 	}))
 }
+
+// webhookRepairPeriod is how often the webhook configurations are re-applied, undoing hand edits
+// (an unchanged apply writes nothing).
+const webhookRepairPeriod = 10 * time.Second
+
+// KeepWebhookConfigurations applies the webhook configurations, then re-applies them every period
+// until ctx ends. The first apply failing is fatal (admission cannot work); later failures are
+// logged and retried.
+func KeepWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte, period time.Duration) error {
+	if err := ApplyWebhookConfigurations(ctx, cs, o, caPEM); err != nil {
+		return err
+	}
+	log := ctrl.Log.WithName("lws-webhooks")
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := ApplyWebhookConfigurations(ctx, cs, o, caPEM); err != nil && ctx.Err() == nil {
+				log.Error(err, "Failed to repair the LWS webhook configurations")
+			}
+		}
+	}
+}
+
+// WebhookFieldManager owns the webhooks and CA bundle of the webhook configurations. It differs
+// from the install's field manager, so a second `kubectl llm install` (which applies the
+// configurations empty) does not take the webhooks away.
+const WebhookFieldManager = "kubectl-llm-operator"
 
 // ApplyWebhookConfigurations server-side applies the mutating and validating webhook
 // configurations of the embedded LWS webhooks.
 func ApplyWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte) error {
-	opts := metav1.ApplyOptions{FieldManager: v1.FieldManager, Force: true}
+	opts := metav1.ApplyOptions{FieldManager: WebhookFieldManager, Force: true}
 	m, val := WebhookConfigurations(o, caPEM)
 	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Apply(ctx, m, opts); err != nil {
-		return fmt.Errorf("apply MutatingWebhookConfiguration %s: %w", o.ConfigName, err)
+		return webhookApplyError("MutatingWebhookConfiguration", o.ConfigName, err)
 	}
 	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Apply(ctx, val, opts); err != nil {
-		return fmt.Errorf("apply ValidatingWebhookConfiguration %s: %w", o.ConfigName, err)
+		return webhookApplyError("ValidatingWebhookConfiguration", o.ConfigName, err)
 	}
 	return nil
+}
+
+func webhookApplyError(kind, name string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("apply %s %s: %w (the operator's role may only fill in the configurations "+
+			"that `kubectl llm install --lws=embedded` ships: run it to recreate them)", kind, name, err)
+	}
+	return fmt.Errorf("apply %s %s: %w", kind, name, err)
 }
 
 // WebhookConfigurations are the embedded LWS webhooks' configurations. Pod webhooks only see

@@ -105,13 +105,12 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// installCRDs applies our CRD and the LWS CRD, as `kubectl llm install` does, and waits until served.
+// installCRDs applies what `kubectl llm install --lws=embedded` applies but the Deployment (the
+// CRDs, the operator's ServiceAccount and roles, the webhook configurations it fills in), and
+// waits until the CRDs are served.
 func installCRDs(ctx context.Context) error {
-	for _, f := range []string{"config/crd/bases/serving.kubectl-llm.dev_modelservings.yaml", "config/crd/lws/leaderworkerset.x-k8s.io_leaderworkersets.yaml"} {
-		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", cluster.Kubeconfig, "apply", "--server-side", "-f", filepath.Join(testenv.RepoRoot(), f))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("apply %s: %w: %s", f, err, out)
-		}
+	if err := cluster.InstallOperatorManifests(ctx, "embedded"); err != nil {
+		return err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -125,7 +124,8 @@ func installCRDs(ctx context.Context) error {
 	return fmt.Errorf("CRDs not served after 30s")
 }
 
-// operatorProcess is `kubectl-llm operator --lws=embedded` against the simulated cluster.
+// operatorProcess is `kubectl-llm operator --lws=embedded` against the simulated cluster, as the
+// operator's ServiceAccount (impersonated), held to the roles the install ships.
 type operatorProcess struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -147,7 +147,7 @@ func (o *operatorProcess) start() error {
 	if err != nil {
 		return err
 	}
-	o.cmd = exec.Command(binary, "operator", "--kubeconfig", cluster.Kubeconfig, "--lws=embedded", "--leader-elect=false",
+	o.cmd = exec.Command(binary, "operator", "--kubeconfig", cluster.Kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe), "--webhook-port", strconv.Itoa(port))
 	o.cmd.Stdout, o.cmd.Stderr = log, log
 	if err := o.cmd.Start(); err != nil {

@@ -102,7 +102,7 @@ func StartWith(ctx context.Context, opts Options) (*Cluster, error) {
 	// Read the script and the config here, so that `go test` caches results of tests using
 	// the cluster only until either changes (it tracks the files a test opens, not those
 	// its child processes do).
-	for _, f := range []string{"sim.sh", filepath.Join("sim", "kwokctl.yaml")} {
+	for _, f := range []string{"sim.sh", filepath.Join("sim", "kwokctl.yaml"), filepath.Join("..", "config", "install", "embedded.yaml"), filepath.Join("..", "config", "install", "default.yaml")} {
 		if _, err := os.ReadFile(filepath.Join(RepoRoot(), "hack", f)); err != nil {
 			return nil, err
 		}
@@ -173,8 +173,20 @@ func (c *Cluster) env() []string {
 	)
 }
 
-func (c *Cluster) script(ctx context.Context, verb string) (string, error) {
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(RepoRoot(), "hack", "sim.sh"), verb)
+// OperatorServiceAccount is the identity the operator runs as on the simulated cluster, the
+// ServiceAccount `kubectl llm install` makes: pass it to `kubectl llm operator --as`.
+const OperatorServiceAccount = "system:serviceaccount:kubectl-llm-system:kubectl-llm-operator"
+
+// InstallOperatorManifests applies what `kubectl llm install --lws=variant` applies ("embedded"
+// or "default"), except the operator Deployment (hack/sim.sh install), and waits until the CRDs
+// are served. The operator then runs beside the cluster as OperatorServiceAccount.
+func (c *Cluster) InstallOperatorManifests(ctx context.Context, variant string) error {
+	_, err := c.script(ctx, "install", variant)
+	return err
+}
+
+func (c *Cluster) script(ctx context.Context, verb string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(RepoRoot(), "hack", "sim.sh"), verb}, args...)...)
 	cmd.Env = c.env()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
