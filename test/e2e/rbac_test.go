@@ -3,13 +3,22 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-llm/kubectl-llm/test/sim"
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
@@ -94,4 +103,74 @@ func TestHandEditedWebhookConfigurationsAreRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, ns, "after", settle)
+}
+
+// On the simulated cluster (authorization on), the operator's ServiceAccount is refused what a
+// shared cluster must keep from it, by the real API server.
+func TestTheOperatorsServiceAccountIsRefusedOutsideItsRoles(t *testing.T) {
+	ctx := context.Background()
+	cfg := rest.CopyConfig(cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: sim.OperatorServiceAccount}
+	as, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "not-allowed", Namespace: "kube-system"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "not-allowed", Namespace: "kube-system"}}
+	foreign := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses-webhook"}}
+	ours := &admissionv1.MutatingWebhookConfiguration{}
+	for _, tc := range []struct {
+		what string
+		do   func() error
+	}{
+		{"create a pod in kube-system", func() error { return as.Create(ctx, pod) }},
+		{"create a lease in kube-system", func() error { return as.Create(ctx, lease) }},
+		{"create a webhook configuration", func() error { return as.Create(ctx, foreign) }},
+		{"list Secrets", func() error { return as.List(ctx, &corev1.SecretList{}) }},
+		{"delete our webhook configuration", func() error {
+			ours.Name = "kubectl-llm-lws"
+			return as.Delete(ctx, ours)
+		}},
+	} {
+		if err := tc.do(); !apierrors.IsForbidden(err) {
+			t.Errorf("as %s, %s: got %v, want Forbidden", sim.OperatorServiceAccount, tc.what, err)
+		}
+	}
+	// and allowed what it needs (the positive side of the roles): its own Lease namespace.
+	own := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "rbac-probe", Namespace: "kubectl-llm-system"}}
+	if err := as.Create(ctx, own); err != nil {
+		t.Errorf("as the operator, create a Lease in kubectl-llm-system: %v", err)
+	} else {
+		_ = kc.Delete(ctx, own)
+	}
+}
+
+// The simulated cluster's kube-apiserver runs as a production one does: RBAC, and the admission
+// plugins that change what an operator may do (owner references, Pod Security, priority).
+func TestTheSimulatedClusterRunsRBACAndAdmission(t *testing.T) {
+	pid, err := os.ReadFile(filepath.Join(cluster.Dir, "kwok", "clusters", cluster.Name, "pids", "kube-apiserver.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "cmdline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Split(string(raw), "\x00")
+	want := map[string]bool{"--authorization-mode=Node,RBAC": false,
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement,PodSecurity,Priority": false}
+	for _, a := range args {
+		if _, ok := want[a]; ok {
+			want[a] = true
+		}
+		if strings.HasPrefix(a, "--admission-control=") || strings.HasPrefix(a, "--disable-admission-plugins=") {
+			t.Errorf("kube-apiserver runs with %s", a)
+		}
+	}
+	for a, seen := range want {
+		if !seen {
+			t.Errorf("kube-apiserver runs without %s: %q", a, args)
+		}
+	}
 }
