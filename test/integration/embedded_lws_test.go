@@ -28,7 +28,10 @@ import (
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
-var env *testenv.Env
+var (
+	env         *testenv.Env
+	webhookPort int // where the embedded LWS webhooks listen
+)
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
@@ -66,7 +69,7 @@ func startEmbedded(ctx context.Context) (<-chan struct{}, error) {
 	opts.LeaderElect = false
 	opts.LWS = operator.LWSAuto
 	opts.Registry = prometheus.NewRegistry()
-	opts.Webhook.Port = port
+	opts.Webhook.Port, webhookPort = port, port
 	opts.Webhook.BindHost, opts.Webhook.URLHost = "127.0.0.1", "127.0.0.1"
 	mgr, err := operator.NewManager(ctx, env.Config, opts)
 	if err != nil {
