@@ -17,14 +17,18 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	admissionac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	lwscontrollers "sigs.k8s.io/lws/pkg/controllers"
@@ -46,9 +50,16 @@ type WebhookOptions struct {
 	URLHost          string
 	ServiceName      string
 	ServiceNamespace string
-	// CertDir holds tls.crt, tls.key and ca.crt (e.g. a mounted Secret). When they are missing,
-	// a self-signed CA and serving certificate are generated into it (a temporary directory when empty).
+	// CertDir holds tls.crt, tls.key and ca.crt. Without CertSecret: when they are missing,
+	// expired or for other names, a self-signed CA and serving certificate are generated into it
+	// (a temporary directory when empty): one operator outside the cluster.
 	CertDir string
+	// CertSecret, when set, names a Secret in ServiceNamespace that holds the installation's one
+	// CA and serving certificate: every replica serves the same certificate, which the cert
+	// rotator (github.com/open-policy-agent/cert-controller, as upstream LWS uses) makes,
+	// rotates before expiry, writes into CertDir and injects as the webhook configurations' CA
+	// bundle. The embedded install ships the Secret empty.
+	CertSecret string
 	// ConfigName names the webhook configurations.
 	ConfigName string
 }
@@ -126,14 +137,20 @@ func contains(xs []string, x string) bool {
 }
 
 type webhookCerts struct {
-	dir    string
-	caPEM  []byte
-	opts   WebhookOptions
-	config *rest.Config
+	dir   string
+	caPEM []byte // the CA bundle to register; nil when the cert rotator injects it
+	// ready is closed once the serving certificate is in dir (the rotator's first pass);
+	// closed from the start for self-signed certificates.
+	ready chan struct{}
 }
 
-// prepareWebhookCerts uses the certificates in CertDir, or generates a self-signed set there.
-func prepareWebhookCerts(o WebhookOptions) (*webhookCerts, error) {
+// certLookahead: a self-signed certificate that expires sooner than this is made anew.
+const certLookahead = 30 * 24 * time.Hour
+
+// prepareWebhookCerts makes the certificate directory ready: for the cert rotator (CertSecret),
+// an empty directory it fills; otherwise the certificates in CertDir when they are still good
+// for the webhook's names, or a new self-signed set.
+func prepareWebhookCerts(o WebhookOptions, now time.Time) (*webhookCerts, error) {
 	dir := o.CertDir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "kubectl-llm-webhook-")
@@ -142,21 +159,26 @@ func prepareWebhookCerts(o WebhookOptions) (*webhookCerts, error) {
 		}
 		dir = d
 	}
+	if o.CertSecret != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("webhook certificate directory: %w", err)
+		}
+		return &webhookCerts{dir: dir, ready: make(chan struct{})}, nil
+	}
+	ready := make(chan struct{})
+	close(ready)
+	hosts := webhookHosts(o)
 	ca, errCA := os.ReadFile(filepath.Join(dir, "ca.crt"))
-	_, errCrt := os.Stat(filepath.Join(dir, "tls.crt"))
+	crt, errCrt := os.ReadFile(filepath.Join(dir, "tls.crt"))
 	_, errKey := os.Stat(filepath.Join(dir, "tls.key"))
 	if errCA == nil && errCrt == nil && errKey == nil {
-		return &webhookCerts{dir: dir, caPEM: ca, opts: o}, nil
+		err := CertificateUsable(ca, crt, hosts, now, certLookahead)
+		if err == nil {
+			return &webhookCerts{dir: dir, caPEM: ca, ready: ready}, nil
+		}
+		ctrl.Log.WithName("lws-webhooks").Info("Making new webhook certificates", "dir", dir, "reason", err.Error())
 	}
-	hosts := []string{"localhost", "127.0.0.1"}
-	if o.URLHost != "" {
-		hosts = append(hosts, o.URLHost)
-	}
-	if o.ServiceName != "" {
-		svc := o.ServiceName + "." + o.ServiceNamespace + ".svc"
-		hosts = append(hosts, svc, svc+".cluster.local")
-	}
-	caPEM, certPEM, keyPEM, err := SelfSignedCerts(hosts, time.Now())
+	caPEM, certPEM, keyPEM, err := SelfSignedCerts(hosts, now)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +187,47 @@ func prepareWebhookCerts(o WebhookOptions) (*webhookCerts, error) {
 			return nil, fmt.Errorf("write webhook certificate: %w", err)
 		}
 	}
-	return &webhookCerts{dir: dir, caPEM: caPEM, opts: o}, nil
+	return &webhookCerts{dir: dir, caPEM: caPEM, ready: ready}, nil
+}
+
+// webhookHosts are the names the API server may call the webhooks at.
+func webhookHosts(o WebhookOptions) []string {
+	hosts := []string{"localhost", "127.0.0.1"}
+	if o.URLHost != "" && o.URLHost != "127.0.0.1" && o.URLHost != "localhost" {
+		hosts = append(hosts, o.URLHost)
+	}
+	if o.ServiceName != "" {
+		svc := o.ServiceName + "." + o.ServiceNamespace + ".svc"
+		hosts = append(hosts, svc, svc+".cluster.local")
+	}
+	return hosts
+}
+
+// CertificateUsable says why a serving certificate cannot be reused (nil when it can): it must
+// chain to the CA, name every host, and stay valid for lookahead after now.
+func CertificateUsable(caPEM, certPEM []byte, hosts []string, now time.Time, lookahead time.Duration) error {
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return fmt.Errorf("ca.crt holds no certificate")
+	}
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return fmt.Errorf("tls.crt holds no certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return fmt.Errorf("tls.crt: %w", err)
+	}
+	if now.Add(lookahead).After(cert.NotAfter) {
+		return fmt.Errorf("the serving certificate expires at %s, within %s", cert.NotAfter.UTC().Format(time.RFC3339), lookahead)
+	}
+	for _, h := range hosts {
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: h, CurrentTime: now,
+			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			return fmt.Errorf("the serving certificate does not verify for %s: %w", h, err)
+		}
+	}
+	return nil
 }
 
 // SelfSignedCerts makes a CA and a serving certificate for the given hosts, valid for a year.
@@ -217,7 +279,9 @@ func SelfSignedCerts(hosts []string, now time.Time) (caPEM, certPEM, keyPEM []by
 
 // setupEmbeddedLWS hosts the upstream LWS reconcilers and webhooks in our manager, and keeps
 // the webhook configurations that send LWS and pod admission to them.
-func setupEmbeddedLWS(mgr manager.Manager, o WebhookOptions, certs *webhookCerts) error {
+// rotatorName names the cert rotator's controller; several managers in one process (tests) get
+// one each.
+func setupEmbeddedLWS(mgr manager.Manager, o WebhookOptions, certs *webhookCerts, rotatorName string) error {
 	if err := lwscontrollers.SetupIndexes(mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("LWS indexes: %w", err)
 	}
@@ -228,11 +292,42 @@ func setupEmbeddedLWS(mgr manager.Manager, o WebhookOptions, certs *webhookCerts
 	if err := lwscontrollers.NewPodReconciler(mgr.GetClient(), mgr.GetScheme(), rec, nil).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("LWS pod controller: %w", err)
 	}
-	if err := lwswebhooks.SetupLeaderWorkerSetWebhook(mgr); err != nil {
-		return fmt.Errorf("LWS webhook: %w", err)
+	registerWebhooks := func() error {
+		if err := lwswebhooks.SetupLeaderWorkerSetWebhook(mgr); err != nil {
+			return fmt.Errorf("LWS webhook: %w", err)
+		}
+		if err := lwswebhooks.NewPodWebhook(nil).Setup(mgr); err != nil {
+			return fmt.Errorf("LWS pod webhook: %w", err)
+		}
+		return nil
 	}
-	if err := lwswebhooks.NewPodWebhook(nil).Setup(mgr); err != nil {
-		return fmt.Errorf("LWS pod webhook: %w", err)
+	if o.CertSecret == "" {
+		if err := registerWebhooks(); err != nil {
+			return err
+		}
+	} else {
+		if err := addCertRotator(mgr, o, certs, rotatorName); err != nil {
+			return err
+		}
+		key := types.NamespacedName{Namespace: o.ServiceNamespace, Name: o.CertSecret}
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+			return SyncCertsFromSecret(ctx, mgr.GetAPIReader(), key, certs.dir, certSyncPeriod)
+		})); err != nil {
+			return err
+		}
+		// Every replica serves admission (the Service spreads calls over them), so this waits for
+		// the certificate on every replica, not only on the leader. Registering the first webhook
+		// adds the webhook server to the running manager, which starts it with the certificate.
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+			select {
+			case <-certs.ready:
+				return registerWebhooks()
+			case <-ctx.Done():
+				return nil
+			}
+		})); err != nil {
+			return err
+		}
 	}
 	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
@@ -243,6 +338,103 @@ func setupEmbeddedLWS(mgr manager.Manager, o WebhookOptions, certs *webhookCerts
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		return KeepWebhookConfigurations(ctx, cs, o, certs.caPEM, webhookRepairPeriod)
 	}))
+}
+
+// everyReplica is a Runnable that runs on every replica, elected or not.
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+func (everyReplica) NeedLeaderElection() bool          { return false }
+
+// certSyncPeriod is how often every replica copies the certificate Secret into its CertDir.
+const certSyncPeriod = 5 * time.Second
+
+// SyncCertsFromSecret writes ca.crt, tls.crt and tls.key of the Secret key into dir, now and
+// whenever they change, until ctx ends. The rotator only writes the Secret; copying it here,
+// rather than mounting it as a volume, makes a new replica ready as soon as the Secret is
+// filled (a Secret volume can lag by the kubelet's sync period) and keeps the CA key out of
+// the pod's filesystem.
+func SyncCertsFromSecret(ctx context.Context, r client.Reader, key types.NamespacedName, dir string, period time.Duration) error {
+	log := ctrl.Log.WithName("lws-webhooks")
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		secret := &corev1.Secret{}
+		if err := r.Get(ctx, key, secret); err != nil && ctx.Err() == nil {
+			log.Error(err, "Failed to read the webhook certificate Secret", "secret", key)
+		} else if err == nil {
+			if err := writeCertFiles(dir, secret.Data); err != nil {
+				log.Error(err, "Failed to write the webhook certificate", "dir", dir)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// writeCertFiles writes the certificate files that differ from data, each by an atomic rename;
+// nothing while the Secret is still empty.
+func writeCertFiles(dir string, data map[string][]byte) error {
+	names := []string{"ca.crt", "tls.key", "tls.crt"} // the certificate last: it is what the rotator waits for
+	for _, n := range names {
+		if len(data[n]) == 0 {
+			return nil
+		}
+	}
+	for _, n := range names {
+		path := filepath.Join(dir, n)
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data[n]) {
+			continue
+		}
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, data[n], 0o600); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rotatedCertNames are the serving certificate's names besides <service>.<namespace>.svc: the
+// cluster-domain form, and the URL host when the API server calls the webhooks by URL.
+func rotatedCertNames(o WebhookOptions) []string {
+	names := []string{o.ServiceName + "." + o.ServiceNamespace + ".svc.cluster.local"}
+	if o.URLHost != "" {
+		names = append(names, o.URLHost)
+	}
+	return names
+}
+
+// addCertRotator keeps the installation's one CA and serving certificate in the Secret
+// o.CertSecret: made on first start, rotated 90 days before expiry, written to certs.dir on every
+// replica, and injected as the CA bundle of our two webhook configurations.
+func addCertRotator(mgr manager.Manager, o WebhookOptions, certs *webhookCerts, name string) error {
+	svc := o.ServiceName + "." + o.ServiceNamespace + ".svc"
+	err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey:      types.NamespacedName{Namespace: o.ServiceNamespace, Name: o.CertSecret},
+		CertDir:        certs.dir,
+		CAName:         "kubectl-llm-webhook-ca",
+		CAOrganization: "kubectl-llm",
+		DNSName:        svc,
+		ExtraDNSNames:  rotatedCertNames(o),
+		IsReady:        certs.ready,
+		Webhooks: []rotator.WebhookInfo{
+			{Type: rotator.Mutating, Name: o.ConfigName},
+			{Type: rotator.Validating, Name: o.ConfigName},
+		},
+		FieldOwner:           "kubectl-llm-cert-rotator",
+		EnableReadinessCheck: true,
+		ControllerName:       name,
+	})
+	if err != nil {
+		return fmt.Errorf("webhook certificate rotator: %w", err)
+	}
+	return nil
 }
 
 // webhookRepairPeriod is how often the webhook configurations are re-applied, undoing hand edits

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -131,7 +133,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	var certs *webhookCerts
 	if mode == LWSEmbedded {
-		certs, err = prepareWebhookCerts(opts.Webhook)
+		certs, err = prepareWebhookCerts(opts.Webhook, time.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +162,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		return nil, fmt.Errorf("set up the ModelServing controller: %w", err)
 	}
 	if mode == LWSEmbedded {
-		if err := setupEmbeddedLWS(mgr, opts.Webhook, certs); err != nil {
+		rotatorName := opts.Webhook.ConfigName + "-cert-rotator"
+		if opts.SkipNameValidation {
+			rotatorName += "-" + strconv.FormatInt(managerSeq.Add(1), 10)
+		}
+		if err := setupEmbeddedLWS(mgr, opts.Webhook, certs, rotatorName); err != nil {
 			return nil, err
 		}
 	}
@@ -169,13 +175,24 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	ready := healthz.Ping
 	if mode == LWSEmbedded {
-		ready = func(req *http.Request) error { return mgr.GetWebhookServer().StartedChecker()(req) }
+		ready = func(req *http.Request) error {
+			select {
+			case <-certs.ready:
+			default:
+				// Asking the webhook server now would start it before its certificate exists.
+				return errors.New("waiting for the webhook certificate")
+			}
+			return mgr.GetWebhookServer().StartedChecker()(req)
+		}
 	}
 	if err := mgr.AddReadyzCheck("ready", ready); err != nil {
 		return nil, err
 	}
 	return mgr, nil
 }
+
+// managerSeq numbers the managers of one process (tests), whose controllers need distinct names.
+var managerSeq atomic.Int64
 
 // webhookTLS hardens the webhook server: TLS 1.2 or newer (Go's default for servers too, made
 // explicit), and HTTP/1.1 only (HTTP/2 off, as Kubernetes components do since the HTTP/2

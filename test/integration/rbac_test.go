@@ -130,6 +130,9 @@ func TestTheOperatorsRolesAreLeastPrivilege(t *testing.T) {
 		{"create", "coordination.k8s.io", "leases", "", "kubectl-llm-system", ""},
 		{"patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", "kubectl-llm-lws"},
 		{"patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "", "kubectl-llm-lws"},
+		{"watch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", ""}, // the cert rotator's informer
+		{"update", "", "secrets", "", "kubectl-llm-system", "kubectl-llm-webhook-certs"},
+		{"watch", "", "secrets", "", "kubectl-llm-system", ""},
 	}
 	forbidden := []access{
 		{"create", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "", ""},
@@ -137,7 +140,6 @@ func TestTheOperatorsRolesAreLeastPrivilege(t *testing.T) {
 		{"patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", "someone-elses-webhook"},
 		{"update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "", "someone-elses-webhook"},
 		{"delete", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", "kubectl-llm-lws"},
-		{"list", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system", "kube-controller-manager"},
 		{"update", "coordination.k8s.io", "leases", "", "kube-node-lease", "gpu-node-0"},
 		{"create", "coordination.k8s.io", "leases", "", "default", ""},
@@ -148,6 +150,8 @@ func TestTheOperatorsRolesAreLeastPrivilege(t *testing.T) {
 		{"create", "", "pods", "exec", ns, "x-0"},
 		{"get", "", "secrets", "", ns, "x"},
 		{"list", "", "secrets", "", "", ""},
+		{"create", "", "secrets", "", "kubectl-llm-system", ""},
+		{"delete", "", "secrets", "", "kubectl-llm-system", "kubectl-llm-webhook-certs"},
 		{"get", "", "secrets", "", "kube-system", "x"},
 		{"update", "", "nodes", "", "", "gpu-node-0"},
 		{"update", "", "configmaps", "", "kube-system", "kube-proxy"},

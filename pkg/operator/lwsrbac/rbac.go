@@ -30,5 +30,11 @@ package lwsrbac
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // The two webhook configurations the embedded install ships, and no other: the operator fills in
-// their webhooks and CA bundle. It cannot create them (RBAC cannot limit create by name).
+// their webhooks and CA bundle. It cannot create them (RBAC cannot limit create by name). The
+// certificate rotator's informer reads (list, watch) webhook configurations; it cannot be limited
+// to names either, and writes only ours.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;update;patch,resourceNames=kubectl-llm-lws
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
+// The installation's webhook CA and certificate (Secret kubectl-llm-webhook-certs, shipped empty),
+// kept by the cert rotator: Secrets in the operator's namespace only.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update,namespace=kubectl-llm-system
