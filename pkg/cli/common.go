@@ -253,19 +253,15 @@ func age(now, t time.Time) string {
 	return duration.HumanDuration(now.Sub(t))
 }
 
-// colors paints words only on a terminal and only without --no-color.
+// colors paints words only on a terminal and only without --no-color or NO_COLOR.
 type colors struct{ on bool }
 
-func newColors(o *RootOptions) colors {
+// newColors are the colours for what a command writes to w (its Out or its ErrOut).
+func newColors(o *RootOptions, w io.Writer) colors {
 	if o.NoColor || os.Getenv("NO_COLOR") != "" {
 		return colors{}
 	}
-	f, ok := o.Streams.Out.(*os.File)
-	if !ok {
-		return colors{}
-	}
-	fi, err := f.Stat()
-	return colors{on: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+	return colors{on: isTerminal(w)}
 }
 
 func (c colors) paint(code, s string) string {

@@ -58,7 +58,7 @@ func (o *DescribeOptions) Complete(_ *cobra.Command, args []string) error {
 	}
 	o.Name = name
 	o.client, o.namespace, err = o.clientAndNamespace()
-	o.colors = newColors(o.RootOptions)
+	o.colors = newColors(o.RootOptions, o.Streams.Out)
 	return err
 }
 

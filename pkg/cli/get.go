@@ -63,7 +63,7 @@ func (o *GetOptions) Complete(_ *cobra.Command, args []string) error {
 	}
 	var err error
 	o.client, o.namespace, err = o.clientAndNamespace()
-	o.colors = newColors(o.RootOptions)
+	o.colors = newColors(o.RootOptions, o.Streams.Out)
 	return err
 }
 

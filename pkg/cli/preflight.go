@@ -263,7 +263,7 @@ func (o *PreflightOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := printPreflight(o.Streams.Out, rep, newColors(o.RootOptions)); err != nil {
+	if err := printPreflight(o.Streams.Out, rep, newColors(o.RootOptions, o.Streams.Out)); err != nil {
 		return err
 	}
 	if !rep.OK() {
