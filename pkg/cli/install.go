@@ -82,7 +82,12 @@ ModelServing CRD, the namespace kubectl-llm-system, the operator's RBAC and its 
 the LeaderWorkerSet CRD too and runs the operator with the upstream LWS reconcilers and webhooks
 inside; --lws=auto (the default) picks embedded when the cluster has no LeaderWorkerSet CRD.
 
---dry-run=client -o yaml prints the manifests instead, for GitOps.`,
+--dry-run=client -o yaml prints the manifests instead, for GitOps. It never contacts a cluster,
+so the render is the same on every machine: there --lws=auto renders --lws=external (it says so
+on stderr). External is the safe guess: applied to a cluster without LeaderWorkerSet, the
+operator says the LWS CRD is missing; an embedded render applied where LWS is installed would
+run a second set of LWS controllers over the same objects. Pass --lws=embedded to render the
+operator hosting LWS.`,
 		Example: `  kubectl llm install
   kubectl llm install --lws=embedded --image registry.example.com/kubectl-llm:v0.1.0
   kubectl llm install --dry-run=client -o yaml > kubectl-llm.yaml`,
@@ -100,9 +105,9 @@ inside; --lws=auto (the default) picks embedded when the cluster has no LeaderWo
 	return cmd
 }
 
-// Complete resolves the client (not needed for a client dry run of a fixed --lws).
+// Complete resolves the client; a client dry run renders offline and needs none.
 func (o *InstallOptions) Complete(_ *cobra.Command, _ []string) error {
-	if o.DryRun == "client" && o.LWS != "auto" && o.Client == nil {
+	if o.DryRun == "client" {
 		return nil
 	}
 	var err error
@@ -181,6 +186,10 @@ func (o *InstallOptions) variant(ctx context.Context) (string, error) {
 	case "embedded":
 		return "embedded", nil
 	case "external":
+		return "default", nil
+	}
+	if o.DryRun == "client" {
+		fmt.Fprintln(o.Streams.ErrOut, "--dry-run=client with --lws=auto renders --lws=external (LeaderWorkerSet installed in the cluster); pass --lws=embedded for the operator to host LWS.")
 		return "default", nil
 	}
 	p := &PreflightOptions{RootOptions: o.RootOptions, client: o.client}

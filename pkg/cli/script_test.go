@@ -248,3 +248,49 @@ func TestWatchFromAScript(t *testing.T) {
 		}
 	})
 }
+
+// The GitOps render of install's own help works offline, exactly as written there.
+func TestInstallHelpRenderWorksWithoutACluster(t *testing.T) {
+	help := script(t, fromDevNull, toPipe, "install", "--help")
+	expectCode(t, help, 0)
+	var example []string
+	for _, line := range strings.Split(help.Out, "\n") {
+		if strings.Contains(line, "--dry-run=client") && strings.HasPrefix(strings.TrimSpace(line), "kubectl llm install") {
+			cmdline, _, _ := strings.Cut(strings.TrimSpace(line), ">")
+			example = strings.Fields(cmdline)[2:] // drop "kubectl llm"
+		}
+	}
+	if len(example) == 0 {
+		t.Fatalf("install --help has no --dry-run=client example:\n%s", help.Out)
+	}
+	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := writeKubeconfig(unreachable, "https://127.0.0.1:1", nil, nil, nil, "token"); err != nil {
+		t.Fatal(err)
+	}
+	external := script(t, fromDevNull, toPipe, "install", "--dry-run=client", "-o", "yaml", "--lws=external")
+	expectCode(t, external, 0)
+
+	for name, kubeconfigPath := range map[string]string{"no kubeconfig": "", "unreachable cluster": unreachable} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			r := <-startScript(ctx, t, fromDevNull, toFile, kubeconfigPath, example...).result
+			expectCode(t, r, 0)
+			if r.Out != external.Out {
+				t.Errorf("the offline render of %v is not the --lws=external render", example)
+			}
+			if strings.Contains(r.Out, "leaderworkersets.leaderworkerset.x-k8s.io") {
+				t.Error("the offline render includes the LeaderWorkerSet CRD")
+			}
+			want := "--dry-run=client with --lws=auto renders --lws=external (LeaderWorkerSet installed in the cluster); pass --lws=embedded for the operator to host LWS.\n"
+			if r.Err != want {
+				t.Errorf("stderr %q, want %q", r.Err, want)
+			}
+		})
+	}
+	embedded := script(t, fromDevNull, toPipe, "install", "--dry-run=client", "-o", "yaml", "--lws=embedded")
+	expectCode(t, embedded, 0)
+	if !strings.Contains(embedded.Out, "name: leaderworkersets.leaderworkerset.x-k8s.io") {
+		t.Error("--lws=embedded does not render the LeaderWorkerSet CRD")
+	}
+}
