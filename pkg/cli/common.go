@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,7 +31,8 @@ const (
 	// ExitRolloutFailed: the rollout cannot finish without help (progress deadline exceeded, or a
 	// spec the operator cannot serve).
 	ExitRolloutFailed = 2
-	// ExitTimedOut: a wait (rollout status --timeout) ended before the rollout finished.
+	// ExitTimedOut: a wait ended at its --timeout before what it waited for happened (rollout
+	// status: the rollout finished; install: the CRDs established; uninstall: the servings gone).
 	ExitTimedOut = 3
 )
 
@@ -43,6 +45,15 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 func (e *exitError) ExitCode() int { return e.code }
+
+// timedOut gives a failed wait the exit code of a timeout when the wait ran out of time (its
+// error is wait.Interrupted), and leaves other errors (the API refused, say) at 1.
+func timedOut(waitErr, err error) error {
+	if wait.Interrupted(waitErr) {
+		return &exitError{code: ExitTimedOut, err: err}
+	}
+	return err
+}
 
 // clientAndNamespace resolves the client and the namespace every command works in.
 func (o *RootOptions) clientAndNamespace() (client.WithWatch, string, error) {

@@ -99,7 +99,7 @@ operator hosting LWS.`,
 	f.StringVar(&o.Image, "image", operatorImage, "The operator image")
 	f.StringVar(&o.DryRun, "dry-run", "none", `"none", "client" (print the manifests) or "server" (validate on the API server, write nothing)`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
-	f.StringVarP(&o.Output, "output", "o", "", "With --dry-run: yaml or json")
+	f.StringVarP(&o.Output, "output", "o", "", "Print the manifests (yaml, json) or their names (name) instead of a line per applied object")
 	f.BoolVar(&o.Wait, "wait", true, "Wait until the CRDs are established")
 	f.DurationVar(&o.Timeout, "timeout", time.Minute, "How long --wait waits")
 	return cmd
@@ -130,7 +130,7 @@ func (o *InstallOptions) Validate() error {
 	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n") {
 		return fmt.Errorf("--image %q is not an image reference", o.Image)
 	}
-	return validOutput(o.Output, "", "yaml", "json")
+	return validOutput(o.Output, "", "yaml", "json", "name")
 }
 
 // Run applies the manifests in order: namespace and CRDs first, the operator last.
@@ -163,7 +163,9 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		if err := o.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
 			return fmt.Errorf("apply %s: %w", resourceName(u), explain(err, host))
 		}
-		fmt.Fprintf(o.Streams.Out, "%s %s\n", resourceName(u), suffix)
+		if o.Output == "" {
+			fmt.Fprintf(o.Streams.Out, "%s %s\n", resourceName(u), suffix)
+		}
 	}
 	if o.Wait && o.DryRun == "none" {
 		for _, u := range objs {
@@ -250,7 +252,7 @@ func (o *InstallOptions) waitEstablished(ctx context.Context, name string) error
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the CRD %s was not established within %s: %w", name, o.Timeout, err)
+		return timedOut(err, fmt.Errorf("the CRD %s was not established within %s: %w", name, o.Timeout, err))
 	}
 	return nil
 }
