@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 
@@ -46,6 +47,27 @@ func printObject(obj runtime.Object, format string, w io.Writer) error {
 		return fmt.Errorf("unknown output format %q", format)
 	}
 	return p.PrintObj(obj, w)
+}
+
+// printObjects prints objects like kubectl -o: one object (single) as itself; otherwise a v1 List
+// for yaml and json, one name a line for name. Each object must carry its apiVersion and kind.
+func printObjects(w io.Writer, format string, single bool, objs []runtime.Object) error {
+	if single && len(objs) == 1 {
+		return printObject(objs[0], format, w)
+	}
+	if format == "name" {
+		for _, obj := range objs {
+			if err := printObject(obj, "name", w); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	for _, obj := range objs {
+		list.Items = append(list.Items, runtime.RawExtension{Object: obj})
+	}
+	return printObject(list, format, w)
 }
 
 func stripManagedFields(obj runtime.Object) {

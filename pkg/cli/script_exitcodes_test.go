@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -246,4 +247,58 @@ func TestRefusalsAndWaitsForScripts(t *testing.T) {
 	writeStatus(t, rolling, v1.ModelServingStatus{Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 1, Conditions: conditions(now, available, rollingOut, notDegraded)})
 	r = script(t, stdinClosed, toDevNull, "-n", ns, "rollout", "status", "rolling", "--timeout", "1s")
 	wantError(t, r, cli.ExitTimedOut, `timed out after 1s waiting for the rollout of serving "rolling"`)
+}
+
+// TestExitCodesOfTheCommandsOfANamespaceOrCluster: the commands that do not act on one existing
+// serving exit 1 with nothing on stdout when RBAC forbids them or the cluster does not answer.
+func TestExitCodesOfTheCommandsOfANamespaceOrCluster(t *testing.T) {
+	ns := namespace(t, "script-cluster-codes")
+	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := writeKubeconfig(unreachable, "https://127.0.0.1:1", nil, nil, nil, "token"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"get"},
+		{"get", "-A", "-o", "json"},
+		{"deploy", "qwen", "--model", "Qwen/Qwen3-0.6B"},
+		{"install"},
+		{"uninstall", "--timeout", "5s"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := script(t, fromDevNull, toPipe, append([]string{"-n", ns, "--as", "nobody"}, args...)...)
+			wantError(t, r, 1, "forbidden", `User "nobody" cannot`)
+			r = scriptAt(t, unreachable, fromDevNull, toPipe, append([]string{"-n", ns, "--request-timeout", "10s"}, args...)...)
+			wantError(t, r, 1, "cannot reach the cluster at https://127.0.0.1:1")
+		})
+	}
+}
+
+// rollout history -o prints the ControllerRevisions: a List, one name a line, or with --revision
+// the one revision.
+func TestRolloutHistoryOutputFormats(t *testing.T) {
+	ns := namespace(t, "script-history-output")
+	scriptServing(t, ns, "qwen", nil)
+	r := script(t, fromDevNull, toPipe, "-n", ns, "rollout", "history", "qwen", "-o", "name")
+	expectCode(t, r, 0)
+	names := strings.Split(strings.TrimSpace(r.Out), "\n")
+	if len(names) != 2 || !strings.HasPrefix(names[0], "controllerrevision.apps/qwen-") {
+		t.Errorf("-o name printed %q, want the 2 revisions' names", r.Out)
+	}
+	r = script(t, fromDevNull, toPipe, "-n", ns, "rollout", "history", "qwen", "-o", "yaml")
+	expectCode(t, r, 0)
+	var list struct {
+		Kind  string
+		Items []appsv1.ControllerRevision
+	}
+	if err := yaml.Unmarshal([]byte(r.Out), &list); err != nil || list.Kind != "List" || len(list.Items) != 2 || list.Items[1].Revision != 2 {
+		t.Errorf("-o yaml: %v, kind %q, %d items\n%s", err, list.Kind, len(list.Items), r.Out)
+	}
+	r = script(t, fromDevNull, toPipe, "-n", ns, "rollout", "history", "qwen", "--revision", "1", "-o", "json")
+	expectCode(t, r, 0)
+	var cr appsv1.ControllerRevision
+	if err := json.Unmarshal([]byte(r.Out), &cr); err != nil || cr.Kind != "ControllerRevision" || cr.Revision != 1 || "controllerrevision.apps/"+cr.Name != names[0] {
+		t.Errorf("--revision 1 -o json: %v, %s revision %d\n%s", err, cr.Kind, cr.Revision, r.Out)
+	}
+	r = script(t, fromDevNull, toPipe, "-n", ns, "rollout", "history", "qwen", "--revision", "7", "-o", "json")
+	wantError(t, r, 1, `revision 7 of serving "qwen" not found: recorded revisions are 1, 2`)
 }
