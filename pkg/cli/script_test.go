@@ -3,9 +3,11 @@ package cli_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -292,5 +294,68 @@ func TestInstallHelpRenderWorksWithoutACluster(t *testing.T) {
 	expectCode(t, embedded, 0)
 	if !strings.Contains(embedded.Out, "name: leaderworkersets.leaderworkerset.x-k8s.io") {
 		t.Error("--lws=embedded does not render the LeaderWorkerSet CRD")
+	}
+}
+
+// On a terminal the live view does open: stdin and stdout a pseudo-terminal, watch takes the
+// alternate screen and quits on q. With stdout a terminal but stdin not one (cron, ssh -n),
+// it prints the plain lines.
+func TestTheLiveViewOpensOnlyWithStdinAndStdoutATerminal(t *testing.T) {
+	ns := namespace(t, "script-terminal")
+	seedServing(t, ns, fixtures.Serving("qwen", ns).Replicas(1).GroupSize(2))
+	now := time.Now()
+	seedPod(t, ns, 0, fixtures.Pod("qwen", 0, 0, "qwen-r1"), false).writeStatus(t, now, time.Minute)
+	seedPod(t, ns, 0, fixtures.Pod("qwen", 0, 1, "qwen-r1"), false).writeStatus(t, now, time.Minute)
+	const altScreen = "\x1b[?1049h"
+
+	for _, stdinTerminal := range []bool{true, false} {
+		t.Run(map[bool]string{true: "stdin a terminal", false: "stdin /dev/null"}[stdinTerminal], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			window, tty := testenv.OpenPTY(t)
+			cmd := exec.CommandContext(ctx, binary(t), "--kubeconfig", kubeconfig, "-n", ns, "watch", "qwen")
+			var errOut syncBuffer
+			cmd.Stdout, cmd.Stderr = tty, &errOut
+			if stdinTerminal {
+				cmd.Stdin = tty
+			}
+			screen := &syncBuffer{}
+			go func() { _, _ = io.Copy(screen, window) }() // ends when the window is closed
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			want := "group 0 worker 1: Ready" // a plain line
+			if stdinTerminal {
+				want = altScreen
+			}
+			testenv.Eventually(t, 30*time.Second, "the watch to draw "+strconv.Quote(want), func() (bool, error) {
+				select {
+				case err := <-exited:
+					t.Fatalf("watch ended (%v) before drawing; stderr %q, screen %q", err, errOut.String(), screen.String())
+				default:
+				}
+				return strings.Contains(screen.String(), want), nil
+			})
+			if !stdinTerminal {
+				if strings.Contains(screen.String(), altScreen) {
+					t.Errorf("with stdin /dev/null the live view opened:\n%q", screen.String())
+				}
+				return
+			}
+			time.Sleep(500 * time.Millisecond) // let the view read its first frame before the key
+			if _, err := window.Write([]byte("q")); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("q ended the live view with %v; stderr %q", err, errOut.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("q did not end the live view; screen %q", screen.String())
+			}
+		})
 	}
 }

@@ -2,36 +2,17 @@ package cli
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
-// openPTY opens a pseudo-terminal and returns its terminal end: what a shell in a terminal
-// window hands a command as stdin and stdout.
+// openPTY is the terminal end of a pseudo-terminal.
 func openPTY(t *testing.T) *os.File {
-	t.Helper()
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	t.Cleanup(func() { ptmx.Close() })
-	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal("unlock the pseudo-terminal:", err)
-	}
-	n, err := unix.IoctlGetUint32(int(ptmx.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal("pseudo-terminal number:", err)
-	}
-	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pts.Close() })
-	return pts
+	_, tty := testenv.OpenPTY(t)
+	return tty
 }
 
 func TestOnlyATerminalIsATerminal(t *testing.T) {
