@@ -22,6 +22,7 @@ type CanaryOptions struct {
 	Image  string
 	Model  string
 	Groups int32
+	servingOutput
 
 	set       func(string) bool
 	client    client.WithWatch
@@ -47,6 +48,7 @@ then kubectl llm canary promote NAME moves the rest, or kubectl llm canary abort
 	cmd.Flags().StringVar(&o.Image, "image", "", "The engine image the canary groups get")
 	cmd.Flags().StringVar(&o.Model, "model", "", "The model the canary groups serve")
 	cmd.Flags().Int32Var(&o.Groups, "groups", 0, "How many groups (the highest indices) move first (required)")
+	o.addOutputFlag(cmd)
 	cmd.AddCommand(newCanaryPromoteCommand(root), newCanaryAbortCommand(root))
 	return cmd
 }
@@ -74,13 +76,13 @@ func (o *CanaryOptions) Validate() error {
 	if o.Groups < 1 {
 		return fmt.Errorf("--groups must be 1 or more, not %d", o.Groups)
 	}
-	return nil
+	return o.validateOutput()
 }
 
 // Run sets the image/model and the partition in one patch, from the replicas it read.
 func (o *CanaryOptions) Run(ctx context.Context) error {
 	var partition, replicas int32
-	_, err := patchServing(ctx, o.client, o.namespace, o.Name, o.host(), func(ms *v1.ModelServing) error {
+	ms, err := patchServing(ctx, o.client, o.namespace, o.Name, o.host(), func(ms *v1.ModelServing) error {
 		replicas = ptr.Deref(ms.Spec.Replicas, 1)
 		if o.Groups > replicas {
 			return fmt.Errorf("--groups %d is more than the %d group(s) of serving %q", o.Groups, replicas, o.Name)
@@ -102,10 +104,9 @@ func (o *CanaryOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(o.Streams.Out, "%s canary started: groups %d and above (%d of %d) move to %s\n"+
+	return o.printChanged(o.Streams.Out, ms, "%s canary started: groups %d and above (%d of %d) move to %s\n"+
 		"  watch: kubectl llm rollout status %s; then kubectl llm canary promote %s, or kubectl llm canary abort %s\n",
 		qualified(o.Name), partition, o.Groups, replicas, o.change(), o.Name, o.Name, o.Name)
-	return err
 }
 
 func (o *CanaryOptions) change() string {
@@ -124,6 +125,7 @@ type CanaryDecisionOptions struct {
 	*RootOptions
 	Name    string
 	Promote bool // false: abort
+	servingOutput
 
 	client    client.WithWatch
 	namespace string
@@ -131,7 +133,7 @@ type CanaryDecisionOptions struct {
 
 func newCanaryPromoteCommand(root *RootOptions) *cobra.Command {
 	o := &CanaryDecisionOptions{RootOptions: root, Promote: true}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:               "promote NAME",
 		Short:             "Move every group to the canary's revision (partition 0)",
 		Long:              "Set spec.rollout.partition to 0: the remaining groups roll to the canary's revision under the rollout rules.",
@@ -139,11 +141,13 @@ func newCanaryPromoteCommand(root *RootOptions) *cobra.Command {
 		ValidArgsFunction: completeServingNames(root),
 		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
+	o.addOutputFlag(cmd)
+	return cmd
 }
 
 func newCanaryAbortCommand(root *RootOptions) *cobra.Command {
 	o := &CanaryDecisionOptions{RootOptions: root}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "abort NAME",
 		Short: "Return the canary groups to the current revision",
 		Long: `Write the current revision's spec (status.currentRevision: what every group ran when the last
@@ -152,6 +156,8 @@ rollout completed) back into the serving and set the partition to 0: the canary 
 		ValidArgsFunction: completeServingNames(root),
 		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
+	o.addOutputFlag(cmd)
+	return cmd
 }
 
 func (o *CanaryDecisionOptions) verb() string {
@@ -172,8 +178,8 @@ func (o *CanaryDecisionOptions) Complete(_ *cobra.Command, args []string) error 
 	return err
 }
 
-// Validate has nothing beyond NAME to check.
-func (o *CanaryDecisionOptions) Validate() error { return nil }
+// Validate checks -o.
+func (o *CanaryDecisionOptions) Validate() error { return o.validateOutput() }
 
 // Run patches the partition (and, for abort, the spec) in one patch.
 func (o *CanaryDecisionOptions) Run(ctx context.Context) error {
@@ -202,7 +208,7 @@ func (o *CanaryDecisionOptions) Run(ctx context.Context) error {
 		}
 		current = &rs
 	}
-	_, err := patchServing(ctx, o.client, o.namespace, o.Name, host, func(ms *v1.ModelServing) error {
+	ms, err := patchServing(ctx, o.client, o.namespace, o.Name, host, func(ms *v1.ModelServing) error {
 		partition := ptr.Deref(ms.Spec.Rollout.Partition, 0)
 		if o.Promote {
 			if partition == 0 {
@@ -221,9 +227,7 @@ func (o *CanaryDecisionOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Promote {
-		_, err = fmt.Fprintf(o.Streams.Out, "%s canary promoted: every group moves to the new revision\n", qualified(o.Name))
-	} else {
-		_, err = fmt.Fprintf(o.Streams.Out, "%s canary aborted: every group returns to revision %s\n", qualified(o.Name), currentName)
+		return o.printChanged(o.Streams.Out, ms, "%s canary promoted: every group moves to the new revision\n", qualified(o.Name))
 	}
-	return err
+	return o.printChanged(o.Streams.Out, ms, "%s canary aborted: every group returns to revision %s\n", qualified(o.Name), currentName)
 }

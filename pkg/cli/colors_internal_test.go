@@ -12,6 +12,11 @@ func TestColourOnlyOnATerminalAndNeverWithNoColor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
 	for _, tc := range []struct {
 		name    string
 		o       *RootOptions
@@ -19,13 +24,17 @@ func TestColourOnlyOnATerminalAndNeverWithNoColor(t *testing.T) {
 	}{
 		{"a buffer is not a terminal", &RootOptions{}, false},
 		{"a regular file is not a terminal", &RootOptions{}, false},
+		{"/dev/null is not a terminal", &RootOptions{}, false},
 		{"--no-color", &RootOptions{NoColor: true}, false},
 	} {
 		tc.o.Streams.Out = &bytes.Buffer{}
-		if tc.name == "a regular file is not a terminal" {
+		switch tc.name {
+		case "a regular file is not a terminal":
 			tc.o.Streams.Out = f
+		case "/dev/null is not a terminal":
+			tc.o.Streams.Out = devNull
 		}
-		if got := newColors(tc.o).state("Failing"); got != "Failing" {
+		if got := newColors(tc.o, tc.o.Streams.Out).state("Failing"); got != "Failing" {
 			t.Errorf("%s: state painted %q", tc.name, got)
 		}
 	}

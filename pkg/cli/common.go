@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,7 +31,8 @@ const (
 	// ExitRolloutFailed: the rollout cannot finish without help (progress deadline exceeded, or a
 	// spec the operator cannot serve).
 	ExitRolloutFailed = 2
-	// ExitTimedOut: a wait (rollout status --timeout) ended before the rollout finished.
+	// ExitTimedOut: a wait ended at its --timeout before what it waited for happened (rollout
+	// status: the rollout finished; install: the CRDs established; uninstall: the servings gone).
 	ExitTimedOut = 3
 )
 
@@ -43,6 +45,15 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 func (e *exitError) ExitCode() int { return e.code }
+
+// timedOut gives a failed wait the exit code of a timeout when the wait ran out of time (its
+// error is wait.Interrupted), and leaves other errors (the API refused, say) at 1.
+func timedOut(waitErr, err error) error {
+	if wait.Interrupted(waitErr) {
+		return &exitError{code: ExitTimedOut, err: err}
+	}
+	return err
+}
 
 // clientAndNamespace resolves the client and the namespace every command works in.
 func (o *RootOptions) clientAndNamespace() (client.WithWatch, string, error) {
@@ -253,19 +264,15 @@ func age(now, t time.Time) string {
 	return duration.HumanDuration(now.Sub(t))
 }
 
-// colors paints words only on a terminal and only without --no-color.
+// colors paints words only on a terminal and only without --no-color or NO_COLOR.
 type colors struct{ on bool }
 
-func newColors(o *RootOptions) colors {
+// newColors are the colours for what a command writes to w (its Out or its ErrOut).
+func newColors(o *RootOptions, w io.Writer) colors {
 	if o.NoColor || os.Getenv("NO_COLOR") != "" {
 		return colors{}
 	}
-	f, ok := o.Streams.Out.(*os.File)
-	if !ok {
-		return colors{}
-	}
-	fi, err := f.Stat()
-	return colors{on: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+	return colors{on: isTerminal(w)}
 }
 
 func (c colors) paint(code, s string) string {

@@ -349,7 +349,7 @@ func (o *DeployOptions) preflight(ctx context.Context, u *unstructured.Unstructu
 		return err
 	}
 	if !rep.OK() {
-		if err := printPreflight(o.Streams.ErrOut, rep, newColors(o.RootOptions)); err != nil {
+		if err := printPreflight(o.Streams.ErrOut, rep, newColors(o.RootOptions, o.Streams.ErrOut)); err != nil {
 			return err
 		}
 		return fmt.Errorf("preflight: %s; not deploying (drop --preflight to deploy anyway)", rep.Problem())

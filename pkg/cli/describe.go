@@ -58,7 +58,7 @@ func (o *DescribeOptions) Complete(_ *cobra.Command, args []string) error {
 	}
 	o.Name = name
 	o.client, o.namespace, err = o.clientAndNamespace()
-	o.colors = newColors(o.RootOptions)
+	o.colors = newColors(o.RootOptions, o.Streams.Out)
 	return err
 }
 
@@ -119,16 +119,7 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	if err := o.client.List(ctx, &events, client.InNamespace(ms.Namespace)); err != nil {
 		return nil, fmt.Errorf("list events: %w", explain(err, host))
 	}
-	podNames := map[string]bool{}
-	for _, p := range d.pods {
-		podNames[p.Name] = true
-	}
-	for _, e := range events.Items {
-		io := e.InvolvedObject
-		if (io.Kind == "ModelServing" && io.Name == ms.Name) || (io.Kind == "Pod" && podNames[io.Name]) {
-			d.events = append(d.events, e)
-		}
-	}
+	d.events = status.EventsOf(events.Items, ms.Name, ms.UID, d.pods)
 	sort.SliceStable(d.events, func(i, j int) bool {
 		ti, tj := status.EventTime(d.events[i]), status.EventTime(d.events[j])
 		if !ti.Equal(tj) {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,7 +62,7 @@ func (o *GetOptions) Complete(_ *cobra.Command, args []string) error {
 	}
 	var err error
 	o.client, o.namespace, err = o.clientAndNamespace()
-	o.colors = newColors(o.RootOptions)
+	o.colors = newColors(o.RootOptions, o.Streams.Out)
 	return err
 }
 
@@ -216,22 +215,11 @@ func (o *GetOptions) printObjects(items []v1.ModelServing) error {
 	for i := range items {
 		items[i].SetGroupVersionKind(gvk)
 	}
-	if o.Name != "" {
-		return printObject(&items[0], o.Output, o.Streams.Out)
-	}
-	if o.Output == "name" {
-		for i := range items {
-			if err := printObject(&items[i], "name", o.Streams.Out); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	objs := make([]runtime.Object, len(items))
 	for i := range items {
-		list.Items = append(list.Items, runtime.RawExtension{Object: &items[i]})
+		objs[i] = &items[i]
 	}
-	return printObject(list, o.Output, o.Streams.Out)
+	return printObjects(o.Streams.Out, o.Output, o.Name != "", objs)
 }
 
 func sortServings(items []v1.ModelServing) {

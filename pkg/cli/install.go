@@ -82,7 +82,12 @@ ModelServing CRD, the namespace kubectl-llm-system, the operator's RBAC and its 
 the LeaderWorkerSet CRD too and runs the operator with the upstream LWS reconcilers and webhooks
 inside; --lws=auto (the default) picks embedded when the cluster has no LeaderWorkerSet CRD.
 
---dry-run=client -o yaml prints the manifests instead, for GitOps.`,
+--dry-run=client -o yaml prints the manifests instead, for GitOps. It never contacts a cluster,
+so the render is the same on every machine: there --lws=auto renders --lws=external (it says so
+on stderr). External is the safe guess: applied to a cluster without LeaderWorkerSet, the
+operator says the LWS CRD is missing; an embedded render applied where LWS is installed would
+run a second set of LWS controllers over the same objects. Pass --lws=embedded to render the
+operator hosting LWS.`,
 		Example: `  kubectl llm install
   kubectl llm install --lws=embedded --image registry.example.com/kubectl-llm:v0.1.0
   kubectl llm install --dry-run=client -o yaml > kubectl-llm.yaml`,
@@ -94,15 +99,15 @@ inside; --lws=auto (the default) picks embedded when the cluster has no LeaderWo
 	f.StringVar(&o.Image, "image", operatorImage, "The operator image")
 	f.StringVar(&o.DryRun, "dry-run", "none", `"none", "client" (print the manifests) or "server" (validate on the API server, write nothing)`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
-	f.StringVarP(&o.Output, "output", "o", "", "With --dry-run: yaml or json")
+	f.StringVarP(&o.Output, "output", "o", "", "Print the manifests (yaml, json) or their names (name) instead of a line per applied object")
 	f.BoolVar(&o.Wait, "wait", true, "Wait until the CRDs are established")
 	f.DurationVar(&o.Timeout, "timeout", time.Minute, "How long --wait waits")
 	return cmd
 }
 
-// Complete resolves the client (not needed for a client dry run of a fixed --lws).
+// Complete resolves the client; a client dry run renders offline and needs none.
 func (o *InstallOptions) Complete(_ *cobra.Command, _ []string) error {
-	if o.DryRun == "client" && o.LWS != "auto" && o.Client == nil {
+	if o.DryRun == "client" {
 		return nil
 	}
 	var err error
@@ -125,7 +130,7 @@ func (o *InstallOptions) Validate() error {
 	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n") {
 		return fmt.Errorf("--image %q is not an image reference", o.Image)
 	}
-	return validOutput(o.Output, "", "yaml", "json")
+	return validOutput(o.Output, "", "yaml", "json", "name")
 }
 
 // Run applies the manifests in order: namespace and CRDs first, the operator last.
@@ -158,7 +163,9 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		if err := o.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
 			return fmt.Errorf("apply %s: %w", resourceName(u), explain(err, host))
 		}
-		fmt.Fprintf(o.Streams.Out, "%s %s\n", resourceName(u), suffix)
+		if o.Output == "" {
+			fmt.Fprintf(o.Streams.Out, "%s %s\n", resourceName(u), suffix)
+		}
 	}
 	if o.Wait && o.DryRun == "none" {
 		for _, u := range objs {
@@ -183,6 +190,10 @@ func (o *InstallOptions) variant(ctx context.Context) (string, error) {
 	case "external":
 		return "default", nil
 	}
+	if o.DryRun == "client" {
+		fmt.Fprintln(o.Streams.ErrOut, "--dry-run=client with --lws=auto renders --lws=external (LeaderWorkerSet installed in the cluster); pass --lws=embedded for the operator to host LWS.")
+		return "default", nil
+	}
 	p := &PreflightOptions{RootOptions: o.RootOptions, client: o.client}
 	switch ch := p.crdCheck(ctx, "LeaderWorkerSet API", lwsCRDName); ch.Result {
 	case "ok":
@@ -191,6 +202,9 @@ func (o *InstallOptions) variant(ctx context.Context) (string, error) {
 		fmt.Fprintln(o.Streams.ErrOut, "No LeaderWorkerSet CRD in the cluster: installing it, with the operator hosting LWS (--lws=embedded).")
 		return "embedded", nil
 	default:
+		if reach := explain(ch.err, o.host()); reach != ch.err {
+			return "", reach // an unreachable cluster: choosing --lws would not help
+		}
 		return "", fmt.Errorf("cannot tell whether LeaderWorkerSet is installed (%s): choose --lws=external or --lws=embedded", ch.Detail)
 	}
 }
@@ -241,7 +255,7 @@ func (o *InstallOptions) waitEstablished(ctx context.Context, name string) error
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the CRD %s was not established within %s: %w", name, o.Timeout, err)
+		return timedOut(err, fmt.Errorf("the CRD %s was not established within %s: %w", name, o.Timeout, err))
 	}
 	return nil
 }

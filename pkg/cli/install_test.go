@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/cli"
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
@@ -85,7 +86,7 @@ func TestInstallThenUninstallLeavesNothingBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = on("uninstall", "--timeout", "2s")
-	expectCode(t, r, 1)
+	expectCode(t, r, cli.ExitTimedOut)
 	if !strings.Contains(r.Err, "1 serving(s) still exist after 2s: default/stuck (finalizers serving.kubectl-llm.dev/children)") ||
 		!strings.Contains(r.Err, "Not removing the operator or the CRDs") {
 		t.Errorf("uninstall with a stuck serving: %q", r.Err)

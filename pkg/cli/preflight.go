@@ -180,6 +180,7 @@ type check struct {
 	Name   string
 	Result string // ok, FAIL or unknown
 	Detail string
+	err    error // why the result is unknown
 }
 
 // preflightReport is what `preflight` prints and `deploy --preflight` decides on.
@@ -263,7 +264,7 @@ func (o *PreflightOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := printPreflight(o.Streams.Out, rep, newColors(o.RootOptions)); err != nil {
+	if err := printPreflight(o.Streams.Out, rep, newColors(o.RootOptions, o.Streams.Out)); err != nil {
 		return err
 	}
 	if !rep.OK() {
@@ -375,7 +376,7 @@ func (o *PreflightOptions) crdCheck(ctx context.Context, what, name string) chec
 	case apierrors.IsNotFound(err):
 		return check{Name: what, Result: "FAIL", Detail: name + " is not installed"}
 	case err != nil:
-		return check{Name: what, Result: "unknown", Detail: "cannot read the CRD " + name + ": " + explain(err, "").Error()}
+		return check{Name: what, Result: "unknown", Detail: "cannot read the CRD " + name + ": " + explain(err, "").Error(), err: err}
 	}
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	var served []string

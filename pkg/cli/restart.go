@@ -21,6 +21,7 @@ type RestartOptions struct {
 	*RootOptions
 	Name  string
 	Group int32
+	servingOutput
 
 	set       func(string) bool
 	client    client.WithWatch
@@ -43,6 +44,7 @@ With --group I: delete the leader pod of group I. LeaderWorkerSet then recreates
 		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
 	cmd.Flags().Int32Var(&o.Group, "group", 0, "Restart only this group (its index)")
+	o.addOutputFlag(cmd)
 	return cmd
 }
 
@@ -63,7 +65,7 @@ func (o *RestartOptions) Validate() error {
 	if o.set("group") && o.Group < 0 {
 		return fmt.Errorf("--group must be a group index of 0 or more, not %d", o.Group)
 	}
-	return nil
+	return o.validateOutput()
 }
 
 // Run restarts.
@@ -72,17 +74,17 @@ func (o *RestartOptions) Run(ctx context.Context) error {
 		return o.restartGroup(ctx)
 	}
 	id := o.Clock.Now().UTC().Format(time.RFC3339)
-	if _, err := patchServing(ctx, o.client, o.namespace, o.Name, o.host(), func(ms *v1.ModelServing) error {
+	ms, err := patchServing(ctx, o.client, o.namespace, o.Name, o.host(), func(ms *v1.ModelServing) error {
 		if ms.Spec.Restart != nil && ms.Spec.Restart.ID == id {
 			id = o.Clock.Now().UTC().Format(time.RFC3339Nano) // a second restart within the same second
 		}
 		ms.Spec.Restart = &v1.RestartSpec{ID: id}
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(o.Streams.Out, "%s restarting (restart id %s): groups are recreated under the rollout rules\n", qualified(o.Name), id)
-	return err
+	return o.printChanged(o.Streams.Out, ms, "%s restarting (restart id %s): groups are recreated under the rollout rules\n", qualified(o.Name), id)
 }
 
 func (o *RestartOptions) restartGroup(ctx context.Context) error {
@@ -112,6 +114,5 @@ func (o *RestartOptions) restartGroup(ctx context.Context) error {
 	if err := o.client.Delete(ctx, leader, client.Preconditions{UID: &leader.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return explain(err, host)
 	}
-	_, err = fmt.Fprintf(o.Streams.Out, "%s group %d restarting: deleted leader pod %s; the group is recreated\n", qualified(o.Name), o.Group, leader.Name)
-	return err
+	return o.printChanged(o.Streams.Out, ms, "%s group %d restarting: deleted leader pod %s; the group is recreated\n", qualified(o.Name), o.Group, leader.Name)
 }

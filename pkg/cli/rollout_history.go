@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -19,6 +20,7 @@ type RolloutHistoryOptions struct {
 	*RootOptions
 	Name     string
 	Revision int64
+	Output   string
 
 	client    client.WithWatch
 	namespace string
@@ -31,12 +33,15 @@ func newRolloutHistoryCommand(root *RootOptions) *cobra.Command {
 		Short: "List the recorded revisions of a serving",
 		Long: `List the revisions the operator recorded for a serving, oldest first: number, name, which one
 every group ran when the last rollout completed (current) and which one the spec asks for (update),
-and what changed. --revision N prints what revision N recorded.`,
+and what changed. --revision N prints what revision N recorded. -o yaml|json|name prints the
+ControllerRevision objects instead (with --revision, that one).`,
 		Example:           "  kubectl llm rollout history qwen\n  kubectl llm rollout history qwen --revision 2",
 		ValidArgsFunction: completeServingNames(root),
 		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
 	cmd.Flags().Int64Var(&o.Revision, "revision", 0, "Print the spec recorded in this revision")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Print the ControllerRevisions: yaml, json or name")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"yaml", "json", "name"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -56,7 +61,7 @@ func (o *RolloutHistoryOptions) Validate() error {
 	if o.Revision < 0 {
 		return fmt.Errorf("--revision must be a revision number of 1 or more, not %d", o.Revision)
 	}
-	return nil
+	return validOutput(o.Output, "", "yaml", "json", "name")
 }
 
 // Run prints the table, or one revision.
@@ -70,6 +75,18 @@ func (o *RolloutHistoryOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		revs = []appsv1.ControllerRevision{*cr}
+	}
+	if o.Output != "" {
+		objs := make([]runtime.Object, len(revs))
+		for i := range revs {
+			revs[i].SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ControllerRevision"))
+			objs[i] = &revs[i]
+		}
+		return printObjects(o.Streams.Out, o.Output, o.Revision > 0, objs)
+	}
+	if o.Revision > 0 {
+		cr := &revs[0]
 		rs, err := operator.DecodeRevision(cr)
 		if err != nil {
 			return err

@@ -15,6 +15,7 @@ type RolloutPauseOptions struct {
 	*RootOptions
 	Name  string
 	Pause bool // false: resume
+	servingOutput
 
 	client    client.WithWatch
 	namespace string
@@ -37,6 +38,7 @@ single groups still work) until kubectl llm rollout resume.`,
 		cmd.Long = "Clear spec.rollout.paused: the operator moves the groups to the revision the spec asks for."
 		cmd.Example = "  kubectl llm rollout resume qwen"
 	}
+	o.addOutputFlag(cmd)
 	return cmd
 }
 
@@ -58,12 +60,12 @@ func (o *RolloutPauseOptions) Complete(_ *cobra.Command, args []string) error {
 	return err
 }
 
-// Validate has nothing beyond NAME to check.
-func (o *RolloutPauseOptions) Validate() error { return nil }
+// Validate checks -o.
+func (o *RolloutPauseOptions) Validate() error { return o.validateOutput() }
 
 // Run sets or clears spec.rollout.paused; doing it twice is an error, like kubectl.
 func (o *RolloutPauseOptions) Run(ctx context.Context) error {
-	if _, err := patchServing(ctx, o.client, o.namespace, o.Name, o.host(), func(ms *v1.ModelServing) error {
+	ms, err := patchServing(ctx, o.client, o.namespace, o.Name, o.host(), func(ms *v1.ModelServing) error {
 		if ms.Spec.Rollout.Paused == o.Pause {
 			if o.Pause {
 				return fmt.Errorf("serving %q is already paused", o.Name)
@@ -72,9 +74,9 @@ func (o *RolloutPauseOptions) Run(ctx context.Context) error {
 		}
 		ms.Spec.Rollout.Paused = o.Pause
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(o.Streams.Out, "%s %sd\n", qualified(o.Name), o.verb())
-	return err
+	return o.printChanged(o.Streams.Out, ms, "%s %sd\n", qualified(o.Name), o.verb())
 }

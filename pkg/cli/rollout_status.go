@@ -33,8 +33,9 @@ func newRolloutStatusCommand(root *RootOptions) *cobra.Command {
 		Use:   "status NAME",
 		Short: "Wait for a rollout to finish, like kubectl rollout status",
 		Long: `Print the progress of a serving's rollout and, with --watch (the default), wait until it is done
-by watching the serving (no polling). On a terminal it waits in the live view (kubectl llm watch),
-which closes when the rollout is done; --no-tui, or output that is not a terminal, prints lines.
+by watching the serving (no polling). On a terminal (stdin and stdout both terminals) it waits in
+the live view (kubectl llm watch), which closes when the rollout is done; --no-tui, or a stdin or
+stdout that is not a terminal (a script, a pipe, >/dev/null), prints one line per change.
 
 Done means the Progressing condition of the current generation says RolloutComplete, or CanaryHeld
 for a rollout held at its partition (a canary).
@@ -83,7 +84,7 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 		waitCtx, cancel = context.WithTimeout(ctx, o.Timeout)
 	}
 	defer cancel()
-	if o.Watch && !o.NoTUI && isTerminal(o.Streams.Out) {
+	if o.Watch && !o.NoTUI && o.interactive() {
 		if _, err := getServing(ctx, o.client, o.namespace, o.Name, host); err != nil {
 			return err
 		}

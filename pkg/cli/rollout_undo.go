@@ -16,6 +16,7 @@ type RolloutUndoOptions struct {
 	*RootOptions
 	Name       string
 	ToRevision int64
+	servingOutput
 
 	client    client.WithWatch
 	namespace string
@@ -35,6 +36,7 @@ other than the one the spec asks for now.`,
 		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
 	cmd.Flags().Int64Var(&o.ToRevision, "to-revision", 0, "The revision to roll back to (0: the previous one)")
+	o.addOutputFlag(cmd)
 	return cmd
 }
 
@@ -54,7 +56,7 @@ func (o *RolloutUndoOptions) Validate() error {
 	if o.ToRevision < 0 {
 		return fmt.Errorf("--to-revision must be 0 (the previous revision) or a revision number, not %d", o.ToRevision)
 	}
-	return nil
+	return o.validateOutput()
 }
 
 // Run patches the serving's spec with the target revision.
@@ -82,19 +84,18 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if cr.Name == update {
-		_, err := fmt.Fprintf(o.Streams.Out, "%s skipped rollback (the spec already matches revision %d)\n", qualified(o.Name), target)
-		return err
+		return o.printChanged(o.Streams.Out, ms, "%s skipped rollback (the spec already matches revision %d)\n", qualified(o.Name), target)
 	}
 	rs, err := operator.DecodeRevision(cr)
 	if err != nil {
 		return err
 	}
-	if _, err := patchServing(ctx, o.client, o.namespace, o.Name, host, func(ms *v1.ModelServing) error {
+	ms, err = patchServing(ctx, o.client, o.namespace, o.Name, host, func(ms *v1.ModelServing) error {
 		rs.Into(&ms.Spec)
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(o.Streams.Out, "%s rolled back to revision %d (%s)\n", qualified(o.Name), target, cr.Name)
-	return err
+	return o.printChanged(o.Streams.Out, ms, "%s rolled back to revision %d (%s)\n", qualified(o.Name), target, cr.Name)
 }

@@ -80,8 +80,21 @@ func NewRootCommandWith(o *RootOptions) *cobra.Command {
 		Long: `kubectl llm deploys, rolls out and inspects LLM model servings (ModelServing objects) that run
 on LeaderWorkerSet groups: a leader pod and groupSize-1 workers per replica.
 
-Exit codes: 0 success, 1 error, 2 a rollout failed (rollout status: progress deadline exceeded or a
-spec the operator cannot serve), 3 a wait timed out (rollout status --timeout).`,
+Exit codes, the same for every command:
+  0  success
+  1  an error: bad flags or arguments, a serving that does not exist, a request the API server
+     refused (admission rules and policies, RBAC), a cluster that cannot be reached; stderr says
+     which in one line starting with "error: "
+  2  a rollout failed (rollout status): progress deadline exceeded, or a spec the operator cannot serve
+  3  a wait ran out of time: rollout status --timeout, install --wait --timeout, uninstall --timeout
+
+In scripts and pipelines: stdout carries only what was asked for (the table, the status lines, the
+-o yaml|json|name output); errors, warnings and notes go to stderr. The live view (watch, and
+rollout status) starts only when stdin and stdout are both terminals; otherwise, or with --no-tui,
+they print plain lines, one per change. Colour is used only on a terminal, never with --no-color
+or NO_COLOR set. No command asks a question or reads stdin, except deploy -f -. Every command that
+changes a serving takes -o yaml|json|name to print it as it is after the change. See
+docs/automation.md for a CI pipeline.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl llm"},

@@ -17,6 +17,7 @@ type ScaleOptions struct {
 	*RootOptions
 	Name     string
 	Replicas int32
+	servingOutput
 
 	set       func(string) bool
 	client    client.WithWatch
@@ -35,6 +36,7 @@ uses. Each group is groupSize pods.`,
 		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
 	cmd.Flags().Int32Var(&o.Replicas, "replicas", 0, "The number of groups (required)")
+	o.addOutputFlag(cmd)
 	return cmd
 }
 
@@ -58,7 +60,7 @@ func (o *ScaleOptions) Validate() error {
 	if o.Replicas < 0 || o.Replicas > 1000 {
 		return fmt.Errorf("--replicas must be between 0 and 1000 groups, not %d", o.Replicas)
 	}
-	return nil
+	return o.validateOutput()
 }
 
 // Run merge-patches the scale subresource.
@@ -73,6 +75,10 @@ func (o *ScaleOptions) Run(ctx context.Context) error {
 	if err := o.client.SubResource("scale").Patch(ctx, ms, patch, client.WithSubResourceBody(scale), client.FieldOwner(v1.FieldManager)); err != nil {
 		return explain(err, host)
 	}
-	_, err = fmt.Fprintf(o.Streams.Out, "%s scaled to %d group(s)\n", qualified(o.Name), scale.Spec.Replicas)
-	return err
+	if o.Output != "" {
+		if ms, err = getServing(ctx, o.client, o.namespace, o.Name, host); err != nil {
+			return err
+		}
+	}
+	return o.printChanged(o.Streams.Out, ms, "%s scaled to %d group(s)\n", qualified(o.Name), scale.Spec.Replicas)
 }

@@ -27,6 +27,7 @@ type SetImageOptions struct {
 	*RootOptions
 	Name  string
 	Image string
+	servingOutput
 
 	client    client.WithWatch
 	namespace string
@@ -34,7 +35,7 @@ type SetImageOptions struct {
 
 func newSetImageCommand(root *RootOptions) *cobra.Command {
 	o := &SetImageOptions{RootOptions: root}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "image NAME IMAGE",
 		Short: "Set the engine image: the groups roll to it under the rollout rules",
 		Long: `Set spec.engine.image. The operator records a new revision and rolls the groups to it group by
@@ -44,6 +45,8 @@ kubectl llm rollout status NAME.`,
 		ValidArgsFunction: completeServingNames(root),
 		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
+	o.addOutputFlag(cmd)
+	return cmd
 }
 
 // Complete reads NAME and IMAGE and resolves the client.
@@ -62,23 +65,23 @@ func (o *SetImageOptions) Validate() error {
 	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n") {
 		return fmt.Errorf("IMAGE %q is not an image reference such as vllm/vllm-openai:v0.11.0", o.Image)
 	}
-	return nil
+	return o.validateOutput()
 }
 
 // Run patches spec.engine.image.
 func (o *SetImageOptions) Run(ctx context.Context) error {
 	unchanged := false
-	if _, err := patchServing(ctx, o.client, o.namespace, o.Name, o.host(), func(ms *v1.ModelServing) error {
+	ms, err := patchServing(ctx, o.client, o.namespace, o.Name, o.host(), func(ms *v1.ModelServing) error {
 		unchanged = ms.Spec.Engine.Image == o.Image
 		ms.Spec.Engine.Image = o.Image
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	verb := "image updated"
 	if unchanged {
 		verb = "image unchanged"
 	}
-	_, err := fmt.Fprintf(o.Streams.Out, "%s %s\n", qualified(o.Name), verb)
-	return err
+	return o.printChanged(o.Streams.Out, ms, "%s %s\n", qualified(o.Name), verb)
 }

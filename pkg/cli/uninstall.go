@@ -120,7 +120,7 @@ func (o *UninstallOptions) waitGone(ctx context.Context, u *unstructured.Unstruc
 		return false, err
 	})
 	if err != nil {
-		return fmt.Errorf("%s is still being deleted after %s: %w", resourceName(u), o.Timeout, err)
+		return timedOut(err, fmt.Errorf("%s is still being deleted after %s: %w", resourceName(u), o.Timeout, err))
 	}
 	return nil
 }
@@ -193,7 +193,7 @@ func (o *UninstallOptions) deleteServings(ctx context.Context, host string) erro
 		names = append(names, key+" (finalizers "+strings.Join(ms.Finalizers, ", ")+")")
 	}
 	sort.Strings(names)
-	return fmt.Errorf("%d serving(s) still exist after %s: %s. The operator removes the finalizer %s once a serving's groups are gone: "+
+	return &exitError{code: ExitTimedOut, err: fmt.Errorf("%d serving(s) still exist after %s: %s. The operator removes the finalizer %s once a serving's groups are gone: "+
 		"is it running (kubectl -n kubectl-llm-system get deployment kubectl-llm-operator)? Not removing the operator or the CRDs, which would strand them",
-		len(stuck), o.Timeout, strings.Join(names, "; "), v1.FinalizerChildren)
+		len(stuck), o.Timeout, strings.Join(names, "; "), v1.FinalizerChildren)}
 }

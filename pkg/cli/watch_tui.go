@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +40,8 @@ Keys: arrows/jk move, enter opens a group's pods, r restarts the selected group,
 p pauses/resumes, P promotes a canary, A aborts it, / filters, ? help, q quits. Actions ask for
 confirmation and do what the kubectl llm commands of the same name do.
 
-When the output is not a terminal, or with --no-tui, it prints one plain line per change instead.`,
+When stdin or stdout is not a terminal (a script, a pipe, a file, </dev/null), or with --no-tui, it
+prints one plain line per change instead, until it is stopped (Ctrl-C, SIGTERM).`,
 		Example: `  kubectl llm watch qwen
   kubectl llm watch              # every serving of the namespace; enter opens one
   kubectl llm watch qwen --no-tui`,
@@ -68,7 +69,7 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	}
 	cfg := tui.Config{Client: o.client, Namespace: o.namespace, Name: o.Name, In: o.Streams.In, Out: o.Streams.Out,
 		Clock: o.Clock.Now, Actions: commandActions{root: o.RootOptions, client: o.client}}
-	if o.NoTUI || !isTerminal(o.Streams.Out) {
+	if o.NoTUI || !o.interactive() {
 		return o.explain(tui.RunPlain(ctx, cfg))
 	}
 	quietLogs()
@@ -85,14 +86,18 @@ func (o *WatchOptions) explain(err error) error {
 // quietLogs keeps client libraries from writing log lines over the live view.
 func quietLogs() { ctrl.SetLogger(logr.Discard()) }
 
-// isTerminal reports whether w is a terminal (a character device).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+// isTerminal reports whether a stream is a terminal, by asking the terminal driver (isatty) about
+// its file descriptor. Being a character device is not enough: /dev/null is one.
+func isTerminal(stream any) bool {
+	f, ok := stream.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// interactive reports whether the live view can run: it reads keys from stdin and draws on
+// stdout, so both must be terminals. A script (stdin closed or /dev/null, stdout redirected) gets
+// the plain lines.
+func (o *RootOptions) interactive() bool {
+	return isTerminal(o.Streams.In) && isTerminal(o.Streams.Out)
 }
 
 // commandActions carry out the live view's keys with the very commands of the same name

@@ -74,7 +74,10 @@ func ClassifyPod(pod *corev1.Pod, now time.Time) (PodState, string) {
 	case corev1.PodSucceeded:
 		return PodFailing, "Completed: the engine exited"
 	}
-	if c := podCondition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse {
+	// A pod on a node is scheduled, whatever its PodScheduled condition says: kube-scheduler patches
+	// that condition by pod name, so its failure to bind a pod that was deleted meanwhile can land
+	// on the same-named replacement (StatefulSet pods keep their names) after that was bound.
+	if c := podCondition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && pod.Spec.NodeName == "" {
 		return PodPending, unschedulableReason(c)
 	}
 	if reason, failing := containerProblem(pod); failing {

@@ -19,6 +19,9 @@ import (
 
 var now = time.Date(2026, 11, 29, 10, 5, 0, 0, time.UTC)
 
+// staleBind is what kube-scheduler writes when the pod it was binding was deleted meanwhile.
+const staleBind = `running Bind plugin "DefaultBinder": pods "cl-1-1" not found`
+
 func TestClassifyPodSaysWhyAPodIsNotReady(t *testing.T) {
 	gpuMsg := "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
 	cases := []struct {
@@ -37,6 +40,10 @@ func TestClassifyPodSaysWhyAPodIsNotReady(t *testing.T) {
 		{"terminating briefly", fixtures.Pod("qwen", 0, 0, "r1").Terminating(now.Add(-10 * time.Second)).Obj(), status.PodTerminating, "Terminating"},
 		{"terminating for long", fixtures.Pod("qwen", 0, 0, "r1").Terminating(now.Add(-10 * time.Minute)).Obj(), status.PodTerminating, "Terminating for 10m0s"},
 		{"creating", fixtures.Pod("qwen", 0, 0, "r1").Waiting("ContainerCreating", "", 0, 0).Obj(), status.PodStarting, "ContainerCreating"},
+		// kube-scheduler patches PodScheduled by pod name: a failed bind of a deleted pod can land
+		// on its same-named replacement after that was bound. A pod on a node is scheduled.
+		{"bound and ready under a stale scheduling failure", fixtures.Pod("cl", 1, 1, "r1").StaleSchedulingFailure(staleBind).Obj(), status.PodReady, ""},
+		{"bound and loading under a stale scheduling failure", fixtures.Pod("cl", 1, 1, "r1").NotReady().StaleSchedulingFailure(staleBind).Obj(), status.PodLoading, "loading weights"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -190,6 +190,9 @@ func (w watchSource) open(ctx context.Context, ns, name string) *stream {
 			for _, o := range events.List() {
 				snap.Events = append(snap.Events, *o.(*corev1.Event))
 			}
+			if snap.Serving != nil { // not the events of an earlier serving of the same name
+				snap.Events = status.EventsOf(snap.Events, name, snap.Serving.UID, nil)
+			}
 			snap.Events = latestEvents(snap.Events, maxEvents)
 			return snap
 		}

@@ -58,11 +58,8 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "kubectl-llm")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/kubectl-llm")
-	build.Dir, build.Stdout, build.Stderr = testenv.RepoRoot(), os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return 0, fmt.Errorf("build kubectl-llm: %w", err)
+	if binary, err = testenv.BuildBinary(dir); err != nil {
+		return 0, err
 	}
 	assets, err := testenv.Assets()
 	if err != nil {
