@@ -64,7 +64,8 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	update := operator.RevisionName(ms.Name, operator.RevisionSpecOf(ms.Spec))
+	// "" when spec.template does not decode: any recorded revision is then a way back.
+	update, _ := operator.UpdateRevisionName(ms)
 	target := o.ToRevision
 	if target == 0 {
 		for i := len(revs) - 1; i >= 0; i-- {
@@ -90,8 +91,7 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if _, err := patchServing(ctx, o.client, o.namespace, o.Name, host, func(ms *v1.ModelServing) error {
-		rs.Into(&ms.Spec)
-		return nil
+		return rs.Into(&ms.Spec)
 	}); err != nil {
 		return err
 	}
