@@ -127,7 +127,8 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	}
 	for _, e := range events.Items {
 		io := e.InvolvedObject
-		if (io.Kind == "ModelServing" && io.Name == ms.Name) || (io.Kind == "Pod" && podNames[io.Name]) {
+		if (io.Kind == "ModelServing" && io.Name == ms.Name) || (io.Kind == "Pod" && podNames[io.Name]) ||
+			operator.ServingOfWorkload(io.Kind, io.Name) == ms.Name { // FailedCreate of the LWS or a StatefulSet
 			d.events = append(d.events, e)
 		}
 	}

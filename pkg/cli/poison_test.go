@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
 )
 
 // evil is issue 11's object: the API server stores it, a typed template cannot hold it.
@@ -99,5 +101,28 @@ func TestDeployRefusesANameThatCannotWork(t *testing.T) {
 	}
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "llama-3"}, &v1.ModelServing{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the serving exists (err %v)", err)
+	}
+}
+
+// A FailedCreate of the serving's StatefulSet reaches describe: the operator's Degraded reason
+// and the event that explains it.
+func TestDescribeShowsWhyGroupsCannotBeCreated(t *testing.T) {
+	ns := namespace(t, "failed-create")
+	ms := seedServing(t, ns, fixtures.Serving("qwen", ns).GroupSize(2))
+	msg := `create Pod qwen-0-1 in StatefulSet qwen-0 failed error: pods "qwen-0-1" is forbidden: violates PodSecurity "restricted:latest"`
+	writeStatus(t, ms, v1.ModelServingStatus{Phase: v1.PhaseDegraded, Conditions: []metav1.Condition{{
+		Type: v1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1.ReasonFailedCreate, LastTransitionTime: metav1.Now(),
+		Message: "statefulset qwen-0 cannot create its pods or StatefulSets: " + msg,
+	}}})
+	now := metav1.Now()
+	create(t, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "qwen-0.fc", Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "StatefulSet", Name: "qwen-0", Namespace: ns},
+		Reason:         "FailedCreate", Type: corev1.EventTypeWarning, Message: msg, FirstTimestamp: now, LastTimestamp: now, Count: 1})
+	r := run(t, time.Now(), "-n", ns, "describe", "qwen")
+	expectCode(t, r, 0)
+	for _, want := range []string{"Degraded   True     FailedCreate", "Warning   FailedCreate   statefulset/qwen-0", "violates PodSecurity"} {
+		if !strings.Contains(r.Out, want) {
+			t.Errorf("describe does not show %q:\n%s", want, r.Out)
+		}
 	}
 }
