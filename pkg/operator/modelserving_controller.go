@@ -144,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if len(obs.conflicts) > 0 {
-		// Nothing of ours is watched to change when the other object goes: look again.
+		// The by-name watches wake the serving when the other object goes; this is a safety net.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	return ctrl.Result{RequeueAfter: requeueAfter(ms)}, nil
