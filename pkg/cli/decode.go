@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -32,26 +30,10 @@ type servingItem struct {
 	raw *unstructured.Unstructured
 }
 
-// decodeServing decodes one object of a list the way the typed client would.
+// decodeServing decodes one object of a list on its own (v1.DecodeServing).
 func decodeServing(u *unstructured.Unstructured) servingItem {
-	it := servingItem{raw: u}
-	raw, err := json.Marshal(u.Object)
-	if err == nil {
-		err = json.Unmarshal(raw, &it.ModelServing)
-	}
-	if err != nil {
-		it.ModelServing = v1.ModelServing{}
-		if md, ok := u.Object["metadata"].(map[string]any); ok {
-			_ = runtime.DefaultUnstructuredConverter.FromUnstructured(md, &it.ObjectMeta) // validated by the API server
-		}
-		it.Undecodable = true
-		it.Err = fmt.Errorf("modelserving %s/%s cannot be read: %w (fix the object with kubectl edit, or delete it)", u.GetNamespace(), u.GetName(), err)
-		return it
-	}
-	if _, terr := v1.DecodeTemplate(it.Spec.Template); terr != nil {
-		it.Err = fmt.Errorf("modelserving %s/%s: %w", u.GetNamespace(), u.GetName(), terr)
-	}
-	return it
+	ms, undecodable, err := v1.DecodeServing(u)
+	return servingItem{ModelServing: *ms, Err: err, Undecodable: undecodable, raw: u}
 }
 
 // phase is the phase a view shows: the operator's, unless the object is bad.
