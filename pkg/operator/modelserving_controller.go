@@ -315,7 +315,9 @@ func (r *Reconciler) act(ctx context.Context, obs *observed) (Plan, error) {
 	if obs.lws != nil {
 		lwsRev = lwsTemplateRevision(obs.lws)
 	}
-	existing := int32(len(obs.pods))
+	// Groups that still have pods, counted from their (bounded) LWS index labels: a pod that only
+	// carries our name label is not a group a Recreate must wait for.
+	existing := int32(len(status.BuildGroups(obs.pods, 0, int(ms.Spec.GroupSize), r.Clock.Now())))
 	if obs.lws != nil {
 		existing = max(existing, obs.lws.Status.Replicas)
 	}
