@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -219,6 +220,13 @@ func TestApplyErrorsReachTheStatus(t *testing.T) {
 	// succeed, reconciles the same serving and would soon write its own.
 	var got v1.ModelServing
 	failing := interceptor.NewClient(c, interceptor.Funcs{
+		// The pass must apply the LWS: it sees none (the running manager made one already).
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if _, ok := o.(*lwsv1.LeaderWorkerSet); ok {
+				return apierrors.NewNotFound(lwsv1.GroupVersion.WithResource("leaderworkersets").GroupResource(), key.Name)
+			}
+			return c.Get(ctx, key, o, opts...)
+		},
 		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			return errors.New(`Internal error occurred: failed calling webhook "mleaderworkerset.x-k8s.io": connection refused`)
 		},
@@ -233,6 +241,8 @@ func TestApplyErrorsReachTheStatus(t *testing.T) {
 	if err := env.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
+	// Once the running manager has added its finalizer, the failing pass goes straight to the apply.
+	waitServing(t, ns, "qwen", "convergence", func(ms *v1.ModelServing) bool { return ms.Status.ObservedGeneration == ms.Generation })
 	r := &operator.Reconciler{Client: failing, Scheme: env.Scheme, Clock: clock.RealClock{}}
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "qwen"}}); err == nil {
 		t.Fatal("a pass whose apply failed returned no error (it must be retried)")
@@ -243,5 +253,38 @@ func TestApplyErrorsReachTheStatus(t *testing.T) {
 	}
 	if msg := degraded(&got).Message; !strings.Contains(msg, "failed calling webhook") || !strings.Contains(msg, "LeaderWorkerSet") {
 		t.Errorf("message %q does not name the object and the cause", msg)
+	}
+}
+
+// A pod anyone may create, claiming a group that cannot exist, changes nothing: the status lists
+// the serving's own groups only and the serving still follows its spec.
+func TestAPodClaimingAGroupThatCannotExistIsIgnored(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
+		t.Fatal(err)
+	}
+	for i, group := range []string{"1000000000000", "9223372036854775807", "2000"} {
+		forged := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("forged-%d", i), Namespace: ns, Labels: map[string]string{
+				v1.LabelName: "qwen", lwsv1.GroupIndexLabelKey: group, lwsv1.WorkerIndexLabelKey: "0",
+			}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "x"}}},
+		}
+		if err := env.Client.Create(ctx, forged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	updateServing(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Replicas = ptr.To[int32](3) })
+	got := waitServing(t, ns, "qwen", "the scale observed", func(ms *v1.ModelServing) bool {
+		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.ReadyGroups == "0/3"
+	})
+	if len(got.Status.Groups) != 3 {
+		t.Errorf("status.groups has %d entries, want the 3 desired groups only", len(got.Status.Groups))
+	}
+	for _, g := range got.Status.Groups {
+		if g.Index < 0 || g.Index > 2 {
+			t.Errorf("status.groups shows group %d", g.Index)
+		}
 	}
 }
