@@ -239,9 +239,14 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 		return nil, false, fmt.Errorf("list events of %s: %w", key, err)
 	}
 	for _, e := range events.Items {
-		if e.Reason == status.EventFailedCreate && ServingOfWorkload(e.InvolvedObject.Kind, e.InvolvedObject.Name) == ms.Name {
-			obs.events = append(obs.events, e)
+		io := e.InvolvedObject
+		if e.Reason != status.EventFailedCreate || ServingOfWorkload(io.Kind, io.Name) != ms.Name {
+			continue
 		}
+		if io.Kind == "LeaderWorkerSet" && (obs.lws == nil || (io.UID != "" && io.UID != obs.lws.UID)) {
+			continue // about a LeaderWorkerSet that is not this serving's own
+		}
+		obs.events = append(obs.events, e)
 	}
 	return obs, stale, nil
 }
