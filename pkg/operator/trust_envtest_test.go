@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -286,5 +288,61 @@ func TestAPodClaimingAGroupThatCannotExistIsIgnored(t *testing.T) {
 		if g.Index < 0 || g.Index > 2 {
 			t.Errorf("status.groups shows group %d", g.Index)
 		}
+	}
+}
+
+// While weights load (pods running, not ready) time passes but nothing changes: the status holds
+// no durations, so passes at later times write nothing.
+func TestAServingWhosePodsLoadIsNotWrittenEveryPass(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
+		t.Fatal(err)
+	}
+	started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	for g := 0; g < 2; g++ {
+		for w := 0; w < 2; w++ {
+			name := fmt.Sprintf("qwen-%d", g)
+			if w > 0 {
+				name += fmt.Sprintf("-%d", w)
+			}
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+					v1.LabelName: "qwen", lwsv1.SetNameLabelKey: "qwen",
+					lwsv1.GroupIndexLabelKey: fmt.Sprint(g), lwsv1.WorkerIndexLabelKey: fmt.Sprint(w),
+				}},
+				Spec: corev1.PodSpec{NodeName: "gpu-node-0", Containers: []corev1.Container{{Name: "engine", Image: "x"}}},
+			}
+			if err := env.Client.Create(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: started},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: started},
+			}}
+			if err := env.Client.Status().Update(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := waitServing(t, ns, "qwen", "the loading groups in the status", func(ms *v1.ModelServing) bool {
+		return ms.Status.ObservedGeneration == ms.Generation && len(ms.Status.Groups) == 2 && ms.Status.Groups[1].Since != nil
+	})
+	if r := got.Status.Groups[0].Reason; !strings.Contains(r, "loading weights") || strings.Contains(r, " for ") {
+		t.Errorf("group 0 reason %q: want the loading reason without its duration", r)
+	}
+	time.Sleep(300 * time.Millisecond) // let the manager's own passes after its status write drain
+	var writes atomic.Int64
+	fake := clocktesting.NewFakeClock(time.Now())
+	r := &operator.Reconciler{Client: countingClient(&writes), Scheme: env.Scheme, Clock: fake}
+	for i := 0; i < 10; i++ {
+		fake.Step(15 * time.Second)
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "qwen"}}); err != nil {
+			t.Fatalf("pass %d: %v", i, err)
+		}
+	}
+	t.Logf("10 passes over 150 s of loading pods made %d writes", writes.Load())
+	if writes.Load() != 0 {
+		t.Errorf("passes over loading pods made %d writes, want 0", writes.Load())
 	}
 }
