@@ -5,8 +5,11 @@ export GOFLAGS := -modcacherw
 
 CONTROLLER_GEN := go tool controller-gen
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
+# Native fuzz targets run briefly by `make test` (their seeds, in testdata/fuzz, run with every go test).
+FUZZ_TARGETS := FuzzBuildGroups FuzzSummarize
+FUZZ_TIME ?= 10s
 
-.PHONY: all build test generate verify-generated fmt-check vet modcache-check control-plane clean-cache demo demo-down release-check
+.PHONY: all build test fuzz generate verify-generated fmt-check vet modcache-check control-plane clean-cache demo demo-down release-check
 
 all: build
 
@@ -49,6 +52,10 @@ test: ## Everything CI checks: generated files, gofmt, vet, and all tests agains
 	@assets=$$(bash hack/build-control-plane.sh); \
 	$(MAKE) --no-print-directory verify-generated fmt-check vet modcache-check; \
 	KUBEBUILDER_ASSETS=$$assets go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) --no-print-directory fuzz
+
+fuzz: ## A short run of each fuzz target of pkg/status (FUZZ_TIME each).
+	@for t in $(FUZZ_TARGETS); do go test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZ_TIME) ./pkg/status/ || exit 1; done
 
 release-check: ## Validate .goreleaser.yaml with goreleaser (built from the module proxy; publishes nothing).
 	bash hack/release-check.sh

@@ -29,12 +29,19 @@ const (
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 
 	// Degraded.
-	ReasonAsExpected             = "AsExpected"
-	ReasonInvalidSpec            = "InvalidSpec"
-	ReasonInsufficientGPU        = "InsufficientGPU"
-	ReasonUnschedulable          = "Unschedulable"
-	ReasonGroupsFailing          = "GroupsFailing"
-	ReasonApplyFailed            = "ApplyFailed"
+	ReasonAsExpected      = "AsExpected"
+	ReasonInvalidSpec     = "InvalidSpec"
+	ReasonInsufficientGPU = "InsufficientGPU"
+	ReasonUnschedulable   = "Unschedulable"
+	ReasonGroupsFailing   = "GroupsFailing"
+	ReasonApplyFailed     = "ApplyFailed"
+	// ReasonNameConflict: an object with the name of one of the serving's children exists and is
+	// not controlled by this serving (a user's own Service, a hand-made LeaderWorkerSet, another
+	// controller's object). The operator leaves it alone until it is renamed or removed.
+	ReasonNameConflict = "NameConflict"
+	// ReasonFailedCreate: the LeaderWorkerSet or StatefulSet controller cannot create the groups'
+	// pods or StatefulSets (Pod Security, a missing PriorityClass, a quota, an invalid field).
+	ReasonFailedCreate           = "FailedCreate"
 	ReasonLeaderWorkerSetMissing = "LeaderWorkerSetMissing"
 
 	// Any condition whose inputs could not be read.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,12 +80,8 @@ func TestFullModelServingRoundTrips(t *testing.T) {
 			PriorityClassName: "inference",
 			ExclusiveTopology: "topology.kubernetes.io/zone",
 		},
-		Template: &corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"team": "search"}},
-			Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "engine", Env: []corev1.EnvVar{{Name: "HF_HUB_OFFLINE", Value: "1"}}}},
-			},
-		},
+		// Compact with sorted keys: how the API server writes it back.
+		Template: &runtime.RawExtension{Raw: []byte(`{"metadata":{"labels":{"team":"search"}},"spec":{"containers":[{"env":[{"name":"HF_HUB_OFFLINE","value":"1"}],"name":"engine"}]}}`)},
 	}
 	ms := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Name: "full", Namespace: ns}, Spec: *want.DeepCopy()}
 	if err := env.Client.Create(ctx, ms); err != nil {
@@ -185,14 +182,14 @@ func TestBadSpecsAreRefusedWithAMessage(t *testing.T) {
 		{"recreate with percent surge", func(s map[string]any) {
 			s["rollout"] = map[string]any{"strategy": "Recreate", "maxSurge": "25%"}
 		}, "spec.rollout.maxSurge must be 0 with strategy Recreate"},
-		{"negative partition", func(s map[string]any) { s["rollout"] = map[string]any{"partition": -1} }, "spec.rollout.partition must be 0 or more"},
-		{"surge not a number or percent", func(s map[string]any) { s["rollout"] = map[string]any{"maxSurge": "two"} }, "spec.rollout.maxSurge must be a non-negative number of groups or a percentage"},
-		{"negative unavailable", func(s map[string]any) { s["rollout"] = map[string]any{"maxUnavailable": -1} }, "spec.rollout.maxUnavailable must be a non-negative number"},
+		{"negative partition", func(s map[string]any) { s["rollout"] = map[string]any{"partition": -1} }, "spec.rollout.partition must be between 0 and 1000"},
+		{"surge not a number or percent", func(s map[string]any) { s["rollout"] = map[string]any{"maxSurge": "two"} }, "spec.rollout.maxSurge must be a number of groups between 0 and 1000 or a percentage"},
+		{"negative unavailable", func(s map[string]any) { s["rollout"] = map[string]any{"maxUnavailable": -1} }, "spec.rollout.maxUnavailable must be a number of groups between 0 and 1000"},
 		{"custom engine without image", func(s map[string]any) { s["engine"] = map[string]any{"type": "custom"} }, "spec.engine.image is required when spec.engine.type is custom"},
 		{"unknown engine", func(s map[string]any) { s["engine"] = map[string]any{"type": "tgi"} }, `spec.engine.type: Unsupported value: "tgi"`},
 		{"port out of range", func(s map[string]any) { s["engine"] = map[string]any{"port": 70000} }, "spec.engine.port must be a TCP port between 1 and 65535"},
 		{"empty restart id", func(s map[string]any) { s["restart"] = map[string]any{"id": ""} }, "spec.restart.id must not be empty"},
-		{"negative gpus", func(s map[string]any) { s["resources"] = map[string]any{"gpus": -1} }, "spec.resources.gpus must be a non-negative whole number"},
+		{"negative gpus", func(s map[string]any) { s["resources"] = map[string]any{"gpus": -1} }, "spec.resources.gpus must be a whole number of GPUs per pod between 0 and 64"},
 		{"fractional gpus", func(s map[string]any) { s["resources"] = map[string]any{"gpus": 0.5} }, "spec.resources.gpus: Invalid value"},
 		{"zero progress deadline", func(s map[string]any) { s["rollout"] = map[string]any{"progressDeadline": "0s"} }, "spec.rollout.progressDeadline must be a positive duration"},
 		{"negative progress deadline", func(s map[string]any) { s["rollout"] = map[string]any{"progressDeadline": "-5m"} }, "spec.rollout.progressDeadline must be a positive duration"},
@@ -297,4 +294,66 @@ func modelServing(ns, name string, spec map[string]any) *unstructured.Unstructur
 		"spec":       spec,
 	}}
 	return u
+}
+
+// The serving's name must fit every object and label derived from it (see the CEL rules on
+// metadata.name); the longest name that does is 47 characters.
+func TestNamesThatCannotWorkAreRefused(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ok := []string{strings.Repeat("a", v1.MaxNameLength), "qwen3-8b", "a", "llama-3b", "my-api-server"}
+	for _, name := range ok {
+		if err := env.Client.Create(ctx, modelServing(ns, name, base())); err != nil {
+			t.Errorf("%q (%d characters) refused: %v", name, len(name), err)
+		}
+	}
+	bad := map[string]string{
+		strings.Repeat("a", v1.MaxNameLength+1): "metadata.name must be at most 47 characters",
+		"Qwen":                                  "metadata.name must be a DNS-1035 label",
+		"3b-model":                              "metadata.name must be a DNS-1035 label",
+		"qwen.small":                            "metadata.name must be a DNS-1035 label",
+		"llama-3":                               "metadata.name must not end in -<number>",
+		"qwen-0":                                "metadata.name must not end in -<number>",
+		"qwen-api":                              "metadata.name must not end in -api",
+	}
+	for name, want := range bad {
+		err := env.Client.Create(ctx, modelServing(ns, name, base()))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want a refusal saying %q", name, err, want)
+		}
+	}
+	// The rules judge a name once, at creation: an existing serving stays updatable.
+	ms := &v1.ModelServing{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, ms); err != nil {
+		t.Fatal(err)
+	}
+	ms.Spec.Replicas = ptr.To[int32](2)
+	if err := env.Client.Update(ctx, ms); err != nil {
+		t.Errorf("update of a serving: %v", err)
+	}
+}
+
+// Status values a writer of the status subresource could set beyond what Go decodes are refused too.
+func TestStatusCountsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	u := modelServing(ns, "counted", base())
+	if err := env.Client.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	for field, val := range map[string]any{"replicas": int64(99999999999), "collisionCount": int64(99999999999), "readyReplicas": int64(-1)} {
+		st := map[string]any{field: val}
+		u.Object["status"] = st
+		err := env.Client.Status().Update(ctx, u)
+		if err == nil || !strings.Contains(err.Error(), "status."+field) {
+			t.Errorf("status.%s = %v: got %v, want a refusal naming it", field, val, err)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.Object["status"] = map[string]any{"groups": []any{map[string]any{"index": int64(1) << 40, "ready": false, "readyPods": 0, "size": 1}}}
+	if err := env.Client.Status().Update(ctx, u); err == nil || !strings.Contains(err.Error(), "status.groups[0].index") {
+		t.Errorf("status.groups[0].index = 2^40: got %v, want a refusal naming it", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -56,6 +57,13 @@ const (
 // +kubebuilder:printcolumn:name="Group-size",type=integer,JSONPath=`.spec.groupSize`,priority=1
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.updateRevision`,priority=1
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`,priority=1
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.size() <= 47",optionalOldSelf=true,message="metadata.name must be at most 47 characters: the StatefulSet of group 1999's workers is named <name>-1999 and its pods carry the label controller-revision-hash=<name>-1999-<hash of up to 10>, which must fit 63; choose a shorter name"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",optionalOldSelf=true,message="metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit), as the LeaderWorkerSet and its Service take it; e.g. qwen3-8b"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.metadata.name.matches('-[0-9]+$')",optionalOldSelf=true,message="metadata.name must not end in -<number>: LeaderWorkerSet names group N's objects <name>-N, which would collide with the groups of a serving named without the suffix; e.g. llama3b instead of llama-3"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.metadata.name.endsWith('-api')",optionalOldSelf=true,message="metadata.name must not end in -api: the serving <name> makes a Service <name>-api, which would collide with the LeaderWorkerSet Service of a serving named <name>-api; choose another name"
+//
+// The name rules are checked at creation only (a name never changes): a serving made before them
+// can still be updated, and deleted (its finalizer removed).
 type ModelServing struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -79,6 +87,8 @@ type ModelServingList struct {
 type ModelServingSpec struct {
 	// Model is what the engine serves, e.g. Qwen/Qwen3-0.6B or a path inside the weights volume.
 	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="spec.model must name the model to serve, e.g. Qwen/Qwen3-0.6B"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-')",message="spec.model must not start with '-': the engine would read it as an option; name the model, e.g. Qwen/Qwen3-0.6B"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[ \\t\\n\\r]')",message="spec.model must not contain whitespace or line breaks: name the model, e.g. Qwen/Qwen3-0.6B"
 	// +kubebuilder:validation:MaxLength=512
 	Model string `json:"model"`
 
@@ -130,14 +140,16 @@ type ModelServingSpec struct {
 	// +optional
 	Scheduling SchedulingSpec `json:"scheduling,omitempty"`
 
-	// Template is an optional pod template merged last over the generated one (strategic merge,
-	// containers by name; the engine container is named "engine"). It is an overlay, so no field
-	// of it is required: its schema is left open and the operator reports what does not merge.
-	// +kubebuilder:validation:Schemaless
+	// Template is an optional pod template (a core/v1 PodTemplateSpec) merged last over the
+	// generated one (strategic merge, containers by name; the engine container is named "engine").
+	// It is an overlay, so no field of it is required: its schema is left open and the operator
+	// decodes it per serving (DecodeTemplate), reporting what does not decode or merge as
+	// Degraded/InvalidSpec on this serving alone. It is kept raw so that one serving's bad
+	// template can never break the decoding, list or watch of every serving.
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
-	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
+	Template *runtime.RawExtension `json:"template,omitempty"`
 }
 
 // EngineSpec is the inference engine and its container.
@@ -172,15 +184,17 @@ type EngineSpec struct {
 // ResourceSpec is what every pod of a group requests.
 type ResourceSpec struct {
 	// GPUs is the number of nvidia.com/gpu per pod, requested and limited alike.
-	// +kubebuilder:validation:XValidation:rule="self >= 0",message="spec.resources.gpus must be a non-negative whole number of GPUs per pod"
+	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 64",message="spec.resources.gpus must be a whole number of GPUs per pod between 0 and 64"
 	// +optional
 	GPUs *int32 `json:"gpus,omitempty"`
 
 	// CPU per pod.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0')) && !quantity(string(self)).isGreaterThan(quantity('4096'))",message="spec.resources.cpu must be a positive CPU quantity of at most 4096, such as 8 or 500m"
 	// +optional
 	CPU *resource.Quantity `json:"cpu,omitempty"`
 
 	// Memory per pod.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0')) && !quantity(string(self)).isGreaterThan(quantity('64Ti'))",message="spec.resources.memory must be a positive memory quantity of at most 64Ti, such as 64Gi"
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
 }
@@ -189,11 +203,13 @@ type ResourceSpec struct {
 type WeightsSpec struct {
 	// Source is pvc://<claim>/<path>, hf://<repo> or s3://<bucket>/<path>.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(pvc|hf|s3)://.+')",message="spec.weights.source must start with pvc://, hf:// or s3://, e.g. pvc://model-cache/qwen3"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-z0-9]+://-') && !self.matches('[ \\t\\n\\r]')",message="spec.weights.source must not start its claim, repository or bucket with '-' nor contain whitespace: the fetch command would read it as an option; e.g. hf://Qwen/Qwen3-0.6B"
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Source string `json:"source,omitempty"`
 
 	// SharedMemory sizes /dev/shm (an in-memory emptyDir) for the engine's collectives.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0')) && !quantity(string(self)).isGreaterThan(quantity('64Ti'))",message="spec.weights.sharedMemory must be a positive memory quantity of at most 64Ti, such as 16Gi"
 	// +optional
 	SharedMemory *resource.Quantity `json:"sharedMemory,omitempty"`
 }
@@ -203,13 +219,16 @@ type ReadinessSpec struct {
 	// Path is the HTTP path of the readiness and startup probes.
 	// +kubebuilder:default="/health"
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="spec.readiness.path must be an HTTP path starting with /"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[ \\t\\n\\r]')",message="spec.readiness.path must not contain whitespace"
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Path string `json:"path,omitempty"`
 
 	// StartupTimeout is how long a pod may take to load its weights before it is restarted.
 	// +kubebuilder:default="20m"
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="spec.readiness.startupTimeout must be a positive duration such as 20m or 1h30m"
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|ms|s|m|h)){1,4}$') && duration(self) > duration('0s') && duration(self) <= duration('24h')",message="spec.readiness.startupTimeout must be a positive duration of at most 24h such as 20m or 1h30m"
 	// +optional
 	StartupTimeout *metav1.Duration `json:"startupTimeout,omitempty"`
 }
@@ -228,20 +247,20 @@ type RolloutSpec struct {
 	// A surge needs a whole spare group of GPUs.
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="spec.rollout.maxSurge must be a non-negative number of groups or a percentage such as 25%"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 1000 : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="spec.rollout.maxSurge must be a number of groups between 0 and 1000 or a percentage between 0% and 100% such as 25%"
 	// +optional
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
 
 	// MaxUnavailable is how many groups may be unavailable during a rollout: a number or a percentage.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="spec.rollout.maxUnavailable must be a non-negative number of groups or a percentage such as 25%"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 1000 : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="spec.rollout.maxUnavailable must be a number of groups between 0 and 1000 or a percentage between 0% and 100% such as 25%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 
 	// Partition holds a canary: only groups with an index >= partition move to the new revision.
 	// +kubebuilder:default=0
-	// +kubebuilder:validation:XValidation:rule="self >= 0",message="spec.rollout.partition must be 0 or more: groups with an index >= partition get the new revision"
+	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 1000",message="spec.rollout.partition must be between 0 and 1000: groups with an index >= partition get the new revision"
 	// +optional
 	Partition *int32 `json:"partition,omitempty"`
 
@@ -253,7 +272,8 @@ type RolloutSpec struct {
 	// with reason ProgressDeadlineExceeded.
 	// +kubebuilder:default="30m"
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="spec.rollout.progressDeadline must be a positive duration such as 30m or 1h"
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|ms|s|m|h)){1,4}$') && duration(self) > duration('0s') && duration(self) <= duration('168h')",message="spec.rollout.progressDeadline must be a positive duration of at most 168h such as 30m or 1h"
 	// +optional
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 }
@@ -269,6 +289,8 @@ type RestartSpec struct {
 // SchedulingSpec places the pods of every group.
 type SchedulingSpec struct {
 	// SchedulerName is the scheduler for the pods (e.g. a gang scheduler).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="spec.scheduling.schedulerName must be a DNS subdomain (lower-case letters, digits, '-' and '.'), e.g. volcano"
 	// +optional
 	SchedulerName string `json:"schedulerName,omitempty"`
 
@@ -281,11 +303,15 @@ type SchedulingSpec struct {
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// PriorityClassName is the pods' priority class.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="spec.scheduling.priorityClassName must name a PriorityClass: a DNS subdomain (lower-case letters, digits, '-' and '.')"
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
 	// ExclusiveTopology is a node label key (e.g. topology.kubernetes.io/zone or a rack label):
 	// each group then gets a topology domain of its own (LWS exclusive placement).
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="spec.scheduling.exclusiveTopology must be a node label key such as topology.kubernetes.io/zone"
 	// +optional
 	ExclusiveTopology string `json:"exclusiveTopology,omitempty"`
 }
@@ -321,14 +347,20 @@ type ModelServingStatus struct {
 	Phase Phase `json:"phase,omitempty"`
 
 	// Replicas is the number of groups that exist, surge groups included.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2000
 	// +optional
 	Replicas int32 `json:"replicas"`
 
 	// ReadyReplicas is the number of groups whose every pod is ready.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2000
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas"`
 
 	// UpdatedReplicas is the number of groups on the update revision.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2000
 	// +optional
 	UpdatedReplicas int32 `json:"updatedReplicas"`
 
@@ -349,6 +381,8 @@ type ModelServingStatus struct {
 	UpdateRevision string `json:"updateRevision,omitempty"`
 
 	// CollisionCount counts hash collisions of revision names.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
 
@@ -376,9 +410,25 @@ type ModelServingStatus struct {
 // MaxStatusGroups bounds status.groups so a large serving keeps a small object.
 const MaxStatusGroups = 128
 
+// Bounds of the counts in a spec; the CRD's CEL rules say the same.
+const (
+	// MaxReplicas is the most groups a serving may ask for (spec.replicas).
+	MaxReplicas = 1000
+	// MaxGroupSize is the most pods per group (spec.groupSize).
+	MaxGroupSize = 64
+	// MaxGroups bounds the group indices that can exist: replicas plus a surge of at most as
+	// many again. A pod label claiming a group at or beyond it is not a group of ours.
+	MaxGroups = 2 * MaxReplicas
+	// MaxNameLength is the longest serving name whose derived names all fit (see the CEL rule
+	// on metadata.name).
+	MaxNameLength = 47
+)
+
 // GroupStatus is the readiness of one group.
 type GroupStatus struct {
 	// Index is the group's ordinal.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1999
 	Index int32 `json:"index"`
 	// Revision is the revision the group runs.
 	// +optional
@@ -386,10 +436,20 @@ type GroupStatus struct {
 	// Ready is true when every pod of the group is ready.
 	Ready bool `json:"ready"`
 	// ReadyPods counts the ready pods of the group.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
 	ReadyPods int32 `json:"readyPods"`
 	// Size is the number of pods the group should have.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
 	Size int32 `json:"size"`
-	// Reason says why the group is not ready, e.g. "worker 1: Insufficient nvidia.com/gpu".
+	// Reason says why the group is not ready, e.g. "worker 1: Insufficient nvidia.com/gpu". It
+	// holds no durations (they would change on every pass): Since says when the state began.
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// Since is when the pod the reason is about entered its state (started loading, began
+	// terminating…), for views to render as an age.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
 }

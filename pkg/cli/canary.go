@@ -87,14 +87,17 @@ func (o *CanaryOptions) Run(ctx context.Context) error {
 		if o.Groups > replicas {
 			return fmt.Errorf("--groups %d is more than the %d group(s) of serving %q", o.Groups, replicas, o.Name)
 		}
-		before := operator.RevisionName(ms.Name, operator.RevisionSpecOf(ms.Spec))
+		before, err := operator.UpdateRevisionName(ms)
+		if err != nil {
+			return fmt.Errorf("serving %q has a spec the operator cannot serve (%w): fix it before a canary", o.Name, err)
+		}
 		if o.Image != "" {
 			ms.Spec.Engine.Image = o.Image
 		}
 		if o.Model != "" {
 			ms.Spec.Model = o.Model
 		}
-		if operator.RevisionName(ms.Name, operator.RevisionSpecOf(ms.Spec)) == before {
+		if after, _ := operator.UpdateRevisionName(ms); after == before {
 			return fmt.Errorf("serving %q already runs %s: nothing to canary", o.Name, o.change())
 		}
 		partition = replicas - o.Groups
@@ -215,10 +218,12 @@ func (o *CanaryDecisionOptions) Run(ctx context.Context) error {
 				return fmt.Errorf("serving %q has no canary to promote: spec.rollout.partition is already 0", o.Name)
 			}
 		} else {
-			if partition == 0 && operator.RevisionName(ms.Name, operator.RevisionSpecOf(ms.Spec)) == currentName {
+			if update, _ := operator.UpdateRevisionName(ms); partition == 0 && update == currentName {
 				return fmt.Errorf("serving %q has no canary to abort: the spec is the current revision %s and the partition is 0", o.Name, currentName)
 			}
-			current.Into(&ms.Spec)
+			if err := current.Into(&ms.Spec); err != nil {
+				return err
+			}
 		}
 		ms.Spec.Rollout.Partition = ptr.To[int32](0)
 		return nil

@@ -123,12 +123,12 @@ func getServing(ctx context.Context, c client.Client, ns, name, host string) (*v
 }
 
 func notFound(ctx context.Context, c client.Client, ns, name, host string) error {
-	var list v1.ModelServingList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+	items, _, err := listServings(ctx, c, client.InNamespace(ns))
+	if err != nil {
 		return explain(err, host)
 	}
 	var names []string
-	for _, ms := range list.Items {
+	for _, ms := range items {
 		names = append(names, ms.Name)
 	}
 	msg := fmt.Sprintf("modelserving %q not found in namespace %q", name, ns)
@@ -225,12 +225,12 @@ func completeServingNames(o *RootOptions) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		var list v1.ModelServingList
-		if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
+		items, _, err := listServings(cmd.Context(), c, client.InNamespace(ns))
+		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		var names []cobra.Completion
-		for _, ms := range list.Items {
+		for _, ms := range items {
 			if strings.HasPrefix(ms.Name, toComplete) {
 				names = append(names, ms.Name)
 			}

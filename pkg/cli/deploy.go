@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsjson "sigs.k8s.io/json"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 )
@@ -473,5 +475,32 @@ func (o *DeployOptions) fromFile() (*unstructured.Unstructured, error) {
 	unstructured.RemoveNestedField(u.Object, "metadata", "resourceVersion")
 	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	if err := checkManifest(u); err != nil {
+		return nil, fmt.Errorf("-f %s: %w", o.File, err)
+	}
 	return u, nil
+}
+
+// checkManifest decodes the manifest strictly, as the operator will: a misspelt field (which the
+// API server would silently drop) or a spec.template that is not a pod template is refused here,
+// naming the field, before anything is applied. Values are left to the API server's rules.
+func checkManifest(u *unstructured.Unstructured) error {
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	var ms v1.ModelServing
+	strict, err := sigsjson.UnmarshalStrict(raw, &ms, sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields)
+	if err != nil {
+		return fmt.Errorf("not a ModelServing: %w", err)
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = e.Error()
+		}
+		return fmt.Errorf("%s: fix or remove the field (kubectl explain modelservings.spec lists the fields)", strings.Join(msgs, "; "))
+	}
+	_, err = v1.DecodeTemplate(ms.Spec.Template)
+	return err
 }

@@ -71,8 +71,10 @@ type describeData struct {
 	revisions []appsv1.ControllerRevision
 	summary   status.Summary
 	updateRev string
-	pods      []corev1.Pod
-	events    []corev1.Event
+	// specErr is why spec.template does not decode (the operator reports it as InvalidSpec).
+	specErr error
+	pods    []corev1.Pod
+	events  []corev1.Event
 }
 
 // Run reads the serving and what belongs to it, and prints it.
@@ -112,14 +114,20 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	default:
 		// The LWS only sharpens "done"; describe still shows the groups from the pods.
 	}
-	d.updateRev = operator.RevisionName(ms.Name, operator.RevisionSpecOf(ms.Spec))
+	d.updateRev, d.specErr = operator.UpdateRevisionName(ms)
 	d.summary = status.Summarize(status.Input{Serving: ms, LWS: lws, Pods: d.pods, UpdateRevision: d.updateRev,
-		TemplateRevision: d.updateRev, Now: o.Clock.Now()})
+		TemplateRevision: d.updateRev, SpecError: d.specErr, Now: o.Clock.Now()})
 	var events corev1.EventList
 	if err := o.client.List(ctx, &events, client.InNamespace(ms.Namespace)); err != nil {
 		return nil, fmt.Errorf("list events: %w", explain(err, host))
 	}
 	d.events = status.EventsOf(events.Items, ms.Name, ms.UID, d.pods)
+	for _, e := range events.Items {
+		// FailedCreate and the like of the serving's LWS or one of its StatefulSets.
+		if io := e.InvolvedObject; (io.Kind == "LeaderWorkerSet" || io.Kind == "StatefulSet") && operator.ServingOfWorkload(io.Kind, io.Name) == ms.Name {
+			d.events = append(d.events, e)
+		}
+	}
 	sort.SliceStable(d.events, func(i, j int) bool {
 		ti, tj := status.EventTime(d.events[i]), status.EventTime(d.events[j])
 		if !ti.Equal(tj) {
@@ -151,7 +159,10 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	r := spec.Rollout
 	fmt.Fprintf(kv, "Rollout:\t%s, maxSurge %s, maxUnavailable %s, partition %d%s\n", orDefault(string(r.Strategy), "RollingUpdate"),
 		intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptrOr(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])
-	fmt.Fprintf(kv, "Revisions:\tcurrent %s, update %s\n", orDash(ms.Status.CurrentRevision), d.updateRev)
+	fmt.Fprintf(kv, "Revisions:\tcurrent %s, update %s\n", orDash(ms.Status.CurrentRevision), orDash(d.updateRev))
+	if d.specErr != nil {
+		fmt.Fprintf(kv, "Invalid spec:\t%v\n", d.specErr)
+	}
 	fmt.Fprintf(kv, "Phase:\t%s\n", o.colors.state(orDash(string(ms.Status.Phase))))
 	fmt.Fprintf(kv, "Endpoint:\t%s\n", orDash(ms.Status.Endpoint))
 	fmt.Fprintf(kv, "Age:\t%s\n", age(now, ms.CreationTimestamp.Time))
@@ -188,6 +199,7 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 // tree lays out serving -> revisions (newest first) -> groups -> pods as table rows.
 func (o *DescribeOptions) tree(d *describeData) [][]string {
 	ms, s := d.serving, d.summary
+	now := o.Clock.Now()
 	rows := [][]string{{"NAME", "STATUS", "INFO"}}
 	rows = append(rows, []string{"ModelServing/" + ms.Name, o.colors.state(orDash(string(ms.Status.Phase))),
 		fmt.Sprintf("%d/%d groups ready, %d up-to-date", s.Ready, s.Desired, s.Updated)})
@@ -224,8 +236,8 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 		}
 		nodes = append(nodes, revNode{cr.Name, label, info})
 	}
-	if !known[d.updateRev] {
-		nodes = append([]revNode{{d.updateRev, "Revision " + d.updateRev + " (update, not recorded yet)", operator.ChangeCause(operator.RevisionSpecOf(ms.Spec))}}, nodes...)
+	if rs, err := operator.RevisionSpecOf(ms.Spec); err == nil && !known[d.updateRev] {
+		nodes = append([]revNode{{d.updateRev, "Revision " + d.updateRev + " (update, not recorded yet)", operator.ChangeCause(rs)}}, nodes...)
 		known[d.updateRev] = true
 	}
 	var others []string
@@ -254,14 +266,14 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 				label += " (surge)"
 			}
 			state := fmt.Sprintf("%d/%d ready", g.ReadyPods, g.Size)
-			rows = append(rows, []string{branch(gp, lastGroup) + label, o.colors.state(map[bool]string{true: "Ready", false: state}[g.Ready()]), g.Reason()})
+			rows = append(rows, []string{branch(gp, lastGroup) + label, o.colors.state(map[bool]string{true: "Ready", false: state}[g.Ready()]), g.Detail(now)})
 			for k, p := range g.Pods {
 				pp := indent(gp, lastGroup)
 				name := p.Name + " (" + p.Role() + ")"
 				if p.Name == "" {
 					name = p.Role() + " (no pod)"
 				}
-				info := p.Reason
+				info := p.Detail(now)
 				if p.Node != "" {
 					info = strings.TrimSpace("on " + p.Node + "  " + info)
 				}

@@ -13,12 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-llm/kubectl-llm/pkg/cli"
 	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
 	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
 // TestBadInvocations runs commands a person gets wrong and checks each says what is wrong,
@@ -110,7 +112,7 @@ func TestBadInvocations(t *testing.T) {
 // TestNoClusterReachable points the plugin at a port nothing listens on.
 func TestNoClusterReachable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := writeKubeconfig(path, "https://127.0.0.1:1", nil, nil, nil, "token"); err != nil {
+	if err := testenv.WriteKubeconfig(path, &rest.Config{Host: "https://127.0.0.1:1", BearerToken: "token"}); err != nil {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer

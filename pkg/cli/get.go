@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,25 +92,31 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	if o.Watch {
 		return o.watch(ctx, ns, host)
 	}
-	var items []v1.ModelServing
+	// Each serving is decoded on its own: a bad one is shown as bad, the others still print.
+	var items []servingItem
 	if o.Name != "" {
-		ms, err := getServing(ctx, o.client, ns, o.Name, host)
-		if err != nil {
-			return err
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(v1.GroupVersion.WithKind("ModelServing"))
+		err := o.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.Name}, u)
+		if apierrors.IsNotFound(err) {
+			return notFound(ctx, o.client, ns, o.Name, host)
 		}
-		items = []v1.ModelServing{*ms}
+		if err != nil {
+			return explain(err, host)
+		}
+		items = []servingItem{decodeServing(u)}
 	} else {
-		var list v1.ModelServingList
 		opts := []client.ListOption{}
 		if ns != "" {
 			opts = append(opts, client.InNamespace(ns))
 		}
-		if err := o.client.List(ctx, &list, opts...); err != nil {
+		var err error
+		if items, _, err = listServings(ctx, o.client, opts...); err != nil {
 			return explain(err, host)
 		}
-		items = list.Items
 	}
 	sortServings(items)
+	warnBad(o.Streams.ErrOut, items)
 	switch o.Output {
 	case "yaml", "json", "name":
 		return o.printObjects(items)
@@ -132,7 +140,7 @@ func (o *GetOptions) Run(ctx context.Context) error {
 func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 	var widths []int
 	printed := false
-	onList := func(items []v1.ModelServing) (bool, error) {
+	onList := func(items []servingItem) (bool, error) {
 		if printed { // a relist after an expired watch: the lines already shown stay
 			return false, nil
 		}
@@ -152,12 +160,12 @@ func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 		renderTable(o.Streams.Out, rows, widths)
 		return false, nil
 	}
-	onEvent := func(t watch.EventType, ms *v1.ModelServing) (bool, error) {
+	onEvent := func(t watch.EventType, it servingItem) (bool, error) {
 		phase := ""
 		if t == watch.Deleted {
 			phase = "Deleted"
 		}
-		renderTable(o.Streams.Out, [][]string{o.row(ms, phase)}, widths)
+		renderTable(o.Streams.Out, [][]string{o.row(&it, phase)}, widths)
 		return false, nil
 	}
 	name := o.Name
@@ -179,7 +187,8 @@ func (o *GetOptions) header() []string {
 	return h
 }
 
-func (o *GetOptions) row(ms *v1.ModelServing, phaseOverride string) []string {
+func (o *GetOptions) row(it *servingItem, phaseOverride string) []string {
+	ms := &it.ModelServing
 	st := ms.Status
 	ready := st.ReadyGroups
 	if ready == "" {
@@ -189,14 +198,17 @@ func (o *GetOptions) row(ms *v1.ModelServing, phaseOverride string) []string {
 		}
 		ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, desired)
 	}
-	phase := string(st.Phase)
+	phase := it.phase()
 	if phase == "" {
 		phase = "-"
 	}
 	if phaseOverride != "" {
 		phase = phaseOverride
 	}
-	r := []string{ms.Name, ms.Spec.Model, ready, fmt.Sprint(st.UpdatedReplicas), o.colors.state(phase), age(o.Clock.Now(), ms.CreationTimestamp.Time)}
+	if it.Undecodable {
+		ready = "-"
+	}
+	r := []string{ms.Name, orDash(ms.Spec.Model), ready, fmt.Sprint(st.UpdatedReplicas), o.colors.state(phase), age(o.Clock.Now(), ms.CreationTimestamp.Time)}
 	if o.Output == "wide" {
 		engine := string(ms.Spec.Engine.Type)
 		if engine == "" {
@@ -210,19 +222,20 @@ func (o *GetOptions) row(ms *v1.ModelServing, phaseOverride string) []string {
 	return r
 }
 
-func (o *GetOptions) printObjects(items []v1.ModelServing) error {
+func (o *GetOptions) printObjects(items []servingItem) error {
 	gvk := v1.GroupVersion.WithKind("ModelServing")
-	for i := range items {
-		items[i].SetGroupVersionKind(gvk)
-	}
 	objs := make([]runtime.Object, len(items))
 	for i := range items {
-		objs[i] = &items[i]
+		items[i].SetGroupVersionKind(gvk)
+		objs[i] = &items[i].ModelServing
+		if items[i].Undecodable { // print it as stored: the typed object would lose what is wrong
+			objs[i] = items[i].raw
+		}
 	}
 	return printObjects(o.Streams.Out, o.Output, o.Name != "", objs)
 }
 
-func sortServings(items []v1.ModelServing) {
+func sortServings(items []servingItem) {
 	sort.SliceStable(items, func(i, j int) bool {
 		if items[i].Namespace != items[j].Namespace {
 			return items[i].Namespace < items[j].Namespace

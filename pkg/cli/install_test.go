@@ -46,7 +46,7 @@ func TestInstallThenUninstallLeavesNothingBehind(t *testing.T) {
 	}
 	defer func() { _ = bare.Stop() }()
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := writeKubeconfig(kc, cfg.Host, cfg.CAData, cfg.CertData, cfg.KeyData, cfg.BearerToken); err != nil {
+	if err := testenv.WriteKubeconfig(kc, cfg); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})

@@ -16,8 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,11 +39,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "start control plane:", err)
 		os.Exit(1)
 	}
-	dir, err := os.MkdirTemp("", "kubectl-llm-cli-")
-	if err == nil {
-		kubeconfig = filepath.Join(dir, "kubeconfig")
-		err = writeKubeconfig(kubeconfig, env.Config.Host, env.Config.CAData, env.Config.CertData, env.Config.KeyData, env.Config.BearerToken)
-	}
+	var cleanup func()
+	kubeconfig, cleanup, err = env.TempKubeconfig("kubectl-llm-cli-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kubeconfig:", err)
 		_ = env.Stop()
@@ -55,19 +50,8 @@ func TestMain(m *testing.M) {
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop control plane:", err)
 	}
-	_ = os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
-}
-
-// writeKubeconfig writes a kubeconfig for a server, so the tests go through the same flags and
-// loading as a user (--kubeconfig, -n).
-func writeKubeconfig(path, server string, ca, cert, key []byte, token string) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key, Token: token}
-	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin", Namespace: "default"}
-	cfg.CurrentContext = "envtest"
-	return clientcmd.WriteToFile(*cfg, path)
 }
 
 // result is what one invocation printed and returned.

@@ -104,7 +104,7 @@ func (o *RolloutHistoryOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.Streams.Out, "No revisions recorded yet (the operator records one per distinct pod-affecting spec).")
 		return nil
 	}
-	update := operator.RevisionName(ms.Name, operator.RevisionSpecOf(ms.Spec))
+	update, _ := operator.UpdateRevisionName(ms) // "": the spec does not decode, no revision is the update
 	rows := [][]string{{"REVISION", "NAME", "STATUS", "CHANGE-CAUSE"}}
 	for _, cr := range revs {
 		var marks []string

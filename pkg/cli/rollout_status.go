@@ -103,17 +103,23 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 		}
 		return done || !o.Watch, nil
 	}
-	onList := func(items []v1.ModelServing) (bool, error) {
+	onList := func(items []servingItem) (bool, error) {
 		if len(items) == 0 {
 			return true, notFound(ctx, o.client, o.namespace, o.Name, host)
 		}
-		return evaluate(&items[0])
+		if items[0].Undecodable {
+			return true, items[0].Err
+		}
+		return evaluate(&items[0].ModelServing)
 	}
-	onEvent := func(t watch.EventType, ms *v1.ModelServing) (bool, error) {
+	onEvent := func(t watch.EventType, it servingItem) (bool, error) {
 		if t == watch.Deleted {
 			return true, fmt.Errorf("serving %q was deleted while waiting for its rollout", o.Name)
 		}
-		return evaluate(ms)
+		if it.Undecodable {
+			return true, it.Err
+		}
+		return evaluate(&it.ModelServing)
 	}
 	err := watchServings(waitCtx, o.client, o.namespace, o.Name, onList, onEvent)
 	if err != nil && waitCtx.Err() != nil && ctx.Err() == nil {

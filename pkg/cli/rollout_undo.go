@@ -66,7 +66,8 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	update := operator.RevisionName(ms.Name, operator.RevisionSpecOf(ms.Spec))
+	// "" when spec.template does not decode: any recorded revision is then a way back.
+	update, _ := operator.UpdateRevisionName(ms)
 	target := o.ToRevision
 	if target == 0 {
 		for i := len(revs) - 1; i >= 0; i-- {
@@ -91,8 +92,7 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 		return err
 	}
 	ms, err = patchServing(ctx, o.client, o.namespace, o.Name, host, func(ms *v1.ModelServing) error {
-		rs.Into(&ms.Spec)
-		return nil
+		return rs.Into(&ms.Spec)
 	})
 	if err != nil {
 		return err

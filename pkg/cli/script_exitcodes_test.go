@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"k8s.io/client-go/rest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,7 +121,7 @@ func TestExitCodesForScripts(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "reader"}}})
 	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := writeKubeconfig(unreachable, "https://127.0.0.1:1", nil, nil, nil, "token"); err != nil {
+	if err := testenv.WriteKubeconfig(unreachable, &rest.Config{Host: "https://127.0.0.1:1", BearerToken: "token"}); err != nil {
 		t.Fatal(err)
 	}
 	for i, c := range scriptCommands {
@@ -254,7 +255,7 @@ func TestRefusalsAndWaitsForScripts(t *testing.T) {
 func TestExitCodesOfTheCommandsOfANamespaceOrCluster(t *testing.T) {
 	ns := namespace(t, "script-cluster-codes")
 	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := writeKubeconfig(unreachable, "https://127.0.0.1:1", nil, nil, nil, "token"); err != nil {
+	if err := testenv.WriteKubeconfig(unreachable, &rest.Config{Host: "https://127.0.0.1:1", BearerToken: "token"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{

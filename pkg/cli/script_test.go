@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"k8s.io/client-go/rest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -266,7 +267,7 @@ func TestInstallHelpRenderWorksWithoutACluster(t *testing.T) {
 		t.Fatalf("install --help has no --dry-run=client example:\n%s", help.Out)
 	}
 	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := writeKubeconfig(unreachable, "https://127.0.0.1:1", nil, nil, nil, "token"); err != nil {
+	if err := testenv.WriteKubeconfig(unreachable, &rest.Config{Host: "https://127.0.0.1:1", BearerToken: "token"}); err != nil {
 		t.Fatal(err)
 	}
 	external := script(t, fromDevNull, toPipe, "install", "--dry-run=client", "-o", "yaml", "--lws=external")

@@ -50,7 +50,11 @@ func writeStatus(t *testing.T, ms *v1.ModelServing, st v1.ModelServingStatus) {
 // recordRevision creates the ControllerRevision the operator would record for a spec.
 func recordRevision(t *testing.T, ms *v1.ModelServing, spec v1.ModelServingSpec, number int64) string {
 	t.Helper()
-	cr, err := operator.NewControllerRevision(ms, operator.RevisionSpecOf(spec), number)
+	rs, err := operator.RevisionSpecOf(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := operator.NewControllerRevision(ms, rs, number)
 	if err != nil {
 		t.Fatal(err)
 	}

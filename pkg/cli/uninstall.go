@@ -165,19 +165,19 @@ func (o *UninstallOptions) deleteServings(ctx context.Context, host string) erro
 	waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	stuck := map[string]*v1.ModelServing{}
-	onList := func(items []v1.ModelServing) (bool, error) {
+	onList := func(items []servingItem) (bool, error) {
 		clear(stuck)
 		for i := range items {
-			stuck[items[i].Namespace+"/"+items[i].Name] = &items[i]
+			stuck[items[i].Namespace+"/"+items[i].Name] = &items[i].ModelServing
 		}
 		return len(stuck) == 0, nil
 	}
-	onEvent := func(t watch.EventType, ms *v1.ModelServing) (bool, error) {
-		key := ms.Namespace + "/" + ms.Name
+	onEvent := func(t watch.EventType, it servingItem) (bool, error) {
+		key := it.Namespace + "/" + it.Name
 		if t == watch.Deleted {
 			delete(stuck, key)
 		} else {
-			stuck[key] = ms
+			stuck[key] = &it.ModelServing
 		}
 		return len(stuck) == 0, nil
 	}

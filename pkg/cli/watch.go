@@ -6,19 +6,21 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 )
 
 // watchServings lists the servings of a namespace (all namespaces when ns is "", one serving when
 // name is set, through the metadata.name field selector), hands each to fn, then watches and hands
 // every change to fn until fn says stop, fn fails or ctx ends. A closed watch resumes from the
 // last resourceVersion; an expired one lists again. It never polls.
+//
+// Each object is decoded on its own (through unstructured lists and watches): a serving that does
+// not fit the Go type reaches fn as a bad item, never as an error that ends the watch for all.
 func watchServings(ctx context.Context, c client.WithWatch, ns, name string,
-	onList func([]v1.ModelServing) (bool, error), onEvent func(watch.EventType, *v1.ModelServing) (bool, error)) error {
+	onList func([]servingItem) (bool, error), onEvent func(watch.EventType, servingItem) (bool, error)) error {
 	opts := []client.ListOption{}
 	if ns != "" {
 		opts = append(opts, client.InNamespace(ns))
@@ -30,16 +32,16 @@ func watchServings(ctx context.Context, c client.WithWatch, ns, name string,
 	rv := ""
 	for {
 		if relist {
-			var list v1.ModelServingList
-			if err := c.List(ctx, &list, opts...); err != nil {
+			items, listRV, err := listServings(ctx, c, opts...)
+			if err != nil {
 				return err
 			}
-			if stop, err := onList(list.Items); stop || err != nil {
+			if stop, err := onList(items); stop || err != nil {
 				return err
 			}
-			rv, relist = list.ResourceVersion, false
+			rv, relist = listRV, false
 		}
-		w, err := c.Watch(ctx, &v1.ModelServingList{}, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})...)
+		w, err := c.Watch(ctx, newServingList(), append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})...)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -58,7 +60,7 @@ func watchServings(ctx context.Context, c client.WithWatch, ns, name string,
 	}
 }
 
-func drain(ctx context.Context, w watch.Interface, rv *string, relist *bool, onEvent func(watch.EventType, *v1.ModelServing) (bool, error)) (bool, error) {
+func drain(ctx context.Context, w watch.Interface, rv *string, relist *bool, onEvent func(watch.EventType, servingItem) (bool, error)) (bool, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -75,17 +77,17 @@ func drain(ctx context.Context, w watch.Interface, rv *string, relist *bool, onE
 				}
 				return true, fmt.Errorf("watch: %v", apierrors.FromObject(ev.Object))
 			case watch.Bookmark:
-				if ms, ok := ev.Object.(*v1.ModelServing); ok {
-					*rv = ms.ResourceVersion
+				if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+					*rv = u.GetResourceVersion()
 				}
 				continue
 			}
-			ms, ok := ev.Object.(*v1.ModelServing)
+			u, ok := ev.Object.(*unstructured.Unstructured)
 			if !ok {
 				continue
 			}
-			*rv = ms.ResourceVersion
-			if stop, err := onEvent(ev.Type, ms); stop || err != nil {
+			*rv = u.GetResourceVersion()
+			if stop, err := onEvent(ev.Type, decodeServing(u)); stop || err != nil {
 				return true, err
 			}
 		}

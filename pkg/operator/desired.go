@@ -49,8 +49,10 @@ type LWSInput struct {
 func DesiredLeaderWorkerSet(in LWSInput) (*lwsac.LeaderWorkerSetApplyConfiguration, error) {
 	ms := in.Serving
 	spec := *ms.Spec.DeepCopy()
-	in.RevisionSpec.Into(&spec)
-	tin := TemplateInput{Name: ms.Name, Revision: in.Revision, Spec: spec, Annotations: podAnnotations(ms)}
+	if err := in.RevisionSpec.Into(&spec); err != nil {
+		return nil, err
+	}
+	tin := TemplateInput{Name: ms.Name, Revision: in.Revision, Spec: spec, Overlay: in.RevisionSpec.Template, Annotations: podAnnotations(ms)}
 	if ms.Spec.Restart != nil {
 		tin.RestartID = ms.Spec.Restart.ID
 	}

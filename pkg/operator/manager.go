@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -31,6 +32,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
 // LWS hosting modes.
@@ -104,7 +106,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	ctrl.Log.WithName("setup").Info("LeaderWorkerSet hosting", "mode", mode)
 
-	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: servingPods()}}}
+	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: servingPods()},
+		// Only the events that say a LeaderWorkerSet or StatefulSet cannot create what it must.
+		&corev1.Event{}: {Field: fields.OneTermEqualSelector("reason", status.EventFailedCreate)},
+	}}
 	if mode == LWSEmbedded {
 		// LWS needs every pod it made, which all carry its set-name label; ours carry both.
 		req, _ := labels.NewRequirement(lwsv1.SetNameLabelKey, selection.Exists, nil)

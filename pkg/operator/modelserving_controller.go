@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -67,6 +68,14 @@ type observed struct {
 	service   *corev1.Service
 	revisions []appsv1.ControllerRevision
 	pods      []corev1.Pod
+	// events are the FailedCreate events of the serving's LeaderWorkerSet and StatefulSets.
+	events []corev1.Event
+	// conflicts are objects with our children's names that are not ours: left alone, reported.
+	conflicts []status.Problem
+	// lwsConflict and serviceConflict say which child must not be applied this pass.
+	lwsConflict, serviceConflict bool
+	// updateRev is the revision of the current spec; "" when spec.template does not decode.
+	updateRev string
 }
 
 // +kubebuilder:rbac:groups=serving.kubectl-llm.dev,resources=modelservings,verbs=get;list;watch;update;patch
@@ -77,7 +86,8 @@ type observed struct {
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// Events are read too: FailedCreate events of the serving's LWS and StatefulSets reach its status.
+// +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch;create;patch
 // Leader election: the Lease lives in the operator's namespace only (a Role, not a ClusterRole).
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=kubectl-llm-system
 
@@ -118,16 +128,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var specErr *specError
 	if errors.As(actErr, &specErr) {
 		// A spec the operator cannot serve: record it and do not retry until the spec changes.
-		if err := r.report(ctx, obs, plan, specErr); err != nil {
+		if err := r.report(ctx, obs, plan, specErr, nil); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, reconcile.TerminalError(specErr)
 	}
 	if actErr != nil {
-		return ctrl.Result{}, actErr // retried with backoff; status keeps its last successful pass
+		// Retried with backoff; the status says why (observedGeneration stays where it was).
+		applyErr := status.Problem{Reason: v1.ReasonApplyFailed, Message: actErr.Error() + " (retrying; check the API server, its admission webhooks and the operator's permissions)"}
+		if err := r.report(ctx, obs, plan, nil, &applyErr); err != nil {
+			log.FromContext(ctx).Error(err, "Failed to report an apply error in the status")
+		}
+		return ctrl.Result{}, actErr
 	}
-	if err := r.report(ctx, obs, plan, nil); err != nil {
+	if err := r.report(ctx, obs, plan, nil, nil); err != nil {
 		return ctrl.Result{}, err
+	}
+	if len(obs.conflicts) > 0 {
+		// The by-name watches wake the serving when the other object goes; this is a safety net.
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	return ctrl.Result{RequeueAfter: requeueAfter(ms)}, nil
 }
@@ -149,7 +168,8 @@ func (e *specError) Error() string { return e.err.Error() }
 func (e *specError) Unwrap() error { return e.err }
 
 // observe reads the serving's children and pods from the cache. stale is true while children of
-// an earlier serving with the same name (another UID) are still being deleted.
+// an earlier serving with the same name (another UID) are still being deleted. Objects with our
+// children's names that no ModelServing of our group controls are recorded as conflicts.
 func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observed, bool, error) {
 	obs := &observed{serving: ms}
 	key := client.ObjectKeyFromObject(ms)
@@ -161,13 +181,16 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	case err != nil:
 		return nil, false, fmt.Errorf("get LeaderWorkerSet %s: %w", key, err)
 	default:
-		if s, err := r.deleteIfStale(ctx, ms, lws); err != nil || s {
-			stale = stale || s
-			if err != nil {
-				return nil, false, err
-			}
-		} else {
+		switch own, err := r.claim(ctx, ms, lws); {
+		case err != nil:
+			return nil, false, err
+		case own == childOurs:
 			obs.lws = lws
+		case own == childStale:
+			stale = true
+		default:
+			obs.lwsConflict = true
+			obs.conflicts = append(obs.conflicts, nameConflict("LeaderWorkerSet", lws))
 		}
 	}
 
@@ -178,13 +201,16 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	case err != nil:
 		return nil, false, fmt.Errorf("get Service %s: %w", skey, err)
 	default:
-		if s, err := r.deleteIfStale(ctx, ms, svc); err != nil || s {
-			stale = stale || s
-			if err != nil {
-				return nil, false, err
-			}
-		} else {
+		switch own, err := r.claim(ctx, ms, svc); {
+		case err != nil:
+			return nil, false, err
+		case own == childOurs:
 			obs.service = svc
+		case own == childStale:
+			stale = true
+		default:
+			obs.serviceConflict = true
+			obs.conflicts = append(obs.conflicts, nameConflict("Service", svc))
 		}
 	}
 
@@ -194,9 +220,11 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	}
 	for i := range revs.Items {
 		rev := &revs.Items[i]
-		if s, err := r.deleteIfStale(ctx, ms, rev); err != nil {
+		own, err := r.claim(ctx, ms, rev)
+		if err != nil {
 			return nil, false, err
-		} else if !s {
+		}
+		if own == childOurs {
 			obs.revisions = append(obs.revisions, *rev)
 		}
 	}
@@ -206,42 +234,96 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 		return nil, false, fmt.Errorf("list pods of %s: %w", key, err)
 	}
 	obs.pods = pods.Items
+
+	events := &corev1.EventList{}
+	if err := r.Client.List(ctx, events, client.InNamespace(ms.Namespace)); err != nil {
+		return nil, false, fmt.Errorf("list events of %s: %w", key, err)
+	}
+	for _, e := range events.Items {
+		io := e.InvolvedObject
+		if e.Reason != status.EventFailedCreate || ServingOfWorkload(io.Kind, io.Name) != ms.Name {
+			continue
+		}
+		if io.Kind == "LeaderWorkerSet" && (obs.lws == nil || (io.UID != "" && io.UID != obs.lws.UID)) {
+			continue // about a LeaderWorkerSet that is not this serving's own
+		}
+		obs.events = append(obs.events, e)
+	}
 	return obs, stale, nil
 }
 
-// deleteIfStale deletes a child whose controller is not this serving (an earlier serving with the
-// same name, or none): its groups belong to something the user deleted. It reports whether the
-// child was stale.
-func (r *Reconciler) deleteIfStale(ctx context.Context, ms *v1.ModelServing, child client.Object) (bool, error) {
+// childOwnership is how a child with one of our names relates to a serving.
+type childOwnership int
+
+const (
+	childOurs    childOwnership = iota // controlled by this serving (our group, its live UID)
+	childStale                         // controlled by an earlier ModelServing of our group with the same name
+	childForeign                       // anything else: no controller, or another kind or group
+)
+
+// ownership decides whose a child is, from its controller reference only.
+func ownership(ms *v1.ModelServing, child metav1.Object) childOwnership {
 	ref := metav1.GetControllerOf(child)
-	if ref != nil && ref.UID == ms.UID {
-		return false, nil
+	if ref == nil || ref.Kind != "ModelServing" {
+		return childForeign
 	}
-	if ref != nil && ref.Kind != "ModelServing" {
-		return false, nil // someone else's object with our name; applying over it will fail loudly
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != v1.GroupVersion.Group {
+		return childForeign
 	}
-	if child.GetDeletionTimestamp().IsZero() {
-		uid := child.GetUID()
-		err := r.Client.Delete(ctx, child, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return true, fmt.Errorf("delete %T %s of an earlier serving: %w", child, child.GetName(), err)
-		}
-		log.FromContext(ctx).Info("Deleted a child of an earlier serving with the same name", "child", child.GetName(), "uid", uid)
+	if ref.UID == ms.UID {
+		return childOurs
 	}
-	return true, nil
+	return childStale
+}
+
+// claim decides whose a child is and deletes a stale one (its groups belong to a serving the user
+// deleted), with the child's UID as a precondition so nothing else is deleted in its place.
+func (r *Reconciler) claim(ctx context.Context, ms *v1.ModelServing, child client.Object) (childOwnership, error) {
+	own := ownership(ms, child)
+	if own != childStale || !child.GetDeletionTimestamp().IsZero() {
+		return own, nil
+	}
+	uid := child.GetUID()
+	err := r.Client.Delete(ctx, child, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return own, fmt.Errorf("delete %T %s of an earlier serving: %w", child, child.GetName(), err)
+	}
+	log.FromContext(ctx).Info("Deleted a child of an earlier serving with the same name", "child", child.GetName(), "uid", uid)
+	return own, nil
+}
+
+// nameConflict says which object holds one of our names and who controls it.
+func nameConflict(kind string, o client.Object) status.Problem {
+	who := "no controller"
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		who = fmt.Sprintf("controlled by %s %s/%s", ref.APIVersion, ref.Kind, ref.Name)
+	}
+	return status.Problem{Reason: v1.ReasonNameConflict, Message: fmt.Sprintf(
+		"%s %s already exists and is not this serving's (%s): the operator leaves it alone; rename or delete it, or give the serving another name",
+		kind, o.GetName(), who)}
 }
 
 // act records the revision and applies the LWS and Service. It returns the plan it applied.
 func (r *Reconciler) act(ctx context.Context, obs *observed) (Plan, error) {
 	ms := obs.serving
-	updateSpec := RevisionSpecOf(ms.Spec)
+	updateSpec, err := RevisionSpecOf(ms.Spec)
+	if err != nil {
+		return Plan{}, &specError{err}
+	}
+	if err := ValidateSpec(ms); err != nil {
+		return Plan{}, &specError{err}
+	}
 	updateRev := RevisionName(ms.Name, updateSpec)
+	obs.updateRev = updateRev
 
 	lwsRev := ""
 	if obs.lws != nil {
 		lwsRev = lwsTemplateRevision(obs.lws)
 	}
-	existing := int32(len(obs.pods))
+	// Groups that still have pods, counted from their (bounded) LWS index labels: a pod that only
+	// carries our name label is not a group a Recreate must wait for.
+	existing := int32(len(status.BuildGroups(obs.pods, 0, int(ms.Spec.GroupSize), r.Clock.Now())))
 	if obs.lws != nil {
 		existing = max(existing, obs.lws.Status.Replicas)
 	}
@@ -278,11 +360,15 @@ func (r *Reconciler) act(ctx context.Context, obs *observed) (Plan, error) {
 	if err != nil {
 		return plan, &specError{err}
 	}
-	if err := r.applyLWS(ctx, obs, lws); err != nil {
-		return plan, err
+	if !obs.lwsConflict {
+		if err := r.applyLWS(ctx, obs, lws); err != nil {
+			return plan, err
+		}
 	}
-	if err := r.applyService(ctx, obs); err != nil {
-		return plan, err
+	if !obs.serviceConflict {
+		if err := r.applyService(ctx, obs); err != nil {
+			return plan, err
+		}
 	}
 	return plan, r.pruneRevisions(ctx, obs, updateRev, plan.TemplateRevision, ms.Status.CurrentRevision)
 }
@@ -382,17 +468,21 @@ func (r *Reconciler) pruneRevisions(ctx context.Context, obs *observed, inUse ..
 }
 
 // report writes the status once, from the shared summary. observedGeneration moves only when the
-// pass succeeded (specErr == nil).
-func (r *Reconciler) report(ctx context.Context, obs *observed, plan Plan, specErr error) error {
+// pass succeeded (no spec error, no apply error).
+func (r *Reconciler) report(ctx context.Context, obs *observed, plan Plan, specErr error, applyErr *status.Problem) error {
 	ms := obs.serving
 	now := r.Clock.Now()
-	updateRev := RevisionName(ms.Name, RevisionSpecOf(ms.Spec))
+	updateRev := obs.updateRev
+	problems := obs.conflicts
+	if applyErr != nil {
+		problems = append([]status.Problem{*applyErr}, problems...)
+	}
 	sum := status.Summarize(status.Input{
 		Serving: ms, LWS: obs.lws, Pods: obs.pods, UpdateRevision: updateRev,
-		TemplateRevision: plan.TemplateRevision, SpecError: specErr, Now: now,
+		TemplateRevision: plan.TemplateRevision, SpecError: specErr, Problems: problems, Events: obs.events, Now: now,
 	})
 	next := NextStatus(ms, sum, updateRev, now)
-	if specErr != nil {
+	if specErr != nil || applyErr != nil {
 		next.ObservedGeneration = ms.Status.ObservedGeneration
 	}
 	r.recordEvents(ms, &next, sum)
@@ -422,8 +512,10 @@ func NextStatus(ms *v1.ModelServing, sum status.Summary, updateRev string, now t
 	next.Replicas, next.ReadyReplicas, next.UpdatedReplicas = sum.Replicas, sum.Ready, sum.Updated
 	next.ReadyGroups = fmt.Sprintf("%d/%d", sum.Ready, sum.Desired)
 	next.Selector = PodSelector(ms.Name)
-	next.UpdateRevision = updateRev
-	if next.CurrentRevision == "" || (sum.Done && sum.Progress.Reason == v1.ReasonRolloutComplete) {
+	if updateRev != "" { // "" when spec.template does not decode: keep what was recorded
+		next.UpdateRevision = updateRev
+	}
+	if updateRev != "" && (next.CurrentRevision == "" || (sum.Done && sum.Progress.Reason == v1.ReasonRolloutComplete)) {
 		next.CurrentRevision = updateRev
 	}
 	if sum.Progressed || next.LastProgressTime == nil {
@@ -436,6 +528,14 @@ func NextStatus(ms *v1.ModelServing, sum status.Summary, updateRev string, now t
 	next.Endpoint = Endpoint(ms)
 	next.Groups = groupStatuses(sum, updateRev)
 	return next
+}
+
+func optionalTime(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t)
+	return &mt
 }
 
 func withTime(c metav1.Condition, now time.Time) metav1.Condition {
@@ -451,7 +551,7 @@ func groupStatuses(sum status.Summary, updateRev string) []v1.GroupStatus {
 		}
 		out = append(out, v1.GroupStatus{
 			Index: int32(g.Index), Revision: g.Revision, Ready: g.Ready(), ReadyPods: int32(g.ReadyPods),
-			Size: int32(g.Size), Reason: g.Reason(),
+			Size: int32(g.Size), Reason: g.Reason(), Since: optionalTime(g.Since()),
 		})
 	}
 	return out
@@ -465,7 +565,7 @@ func (r *Reconciler) recordEvents(ms *v1.ModelServing, next *v1.ModelServingStat
 	prev := ms.Status
 	key := client.ObjectKeyFromObject(ms)
 	now := r.Clock.Now()
-	if prev.UpdateRevision != "" && prev.UpdateRevision != next.UpdateRevision {
+	if prev.UpdateRevision != "" && next.UpdateRevision != "" && prev.UpdateRevision != next.UpdateRevision {
 		r.rolloutStart.Store(key, now)
 		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, "RolloutStarted", "Rollout",
 			"rolling out revision %s (was %s)", next.UpdateRevision, prev.UpdateRevision)
@@ -521,7 +621,7 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 			}
 			return ctrl.Result{}, err
 		}
-		if ref := metav1.GetControllerOf(child); ref == nil || ref.UID != ms.UID {
+		if ownership(ms, child) != childOurs {
 			continue // not ours
 		}
 		remaining++
@@ -567,13 +667,39 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	})
+	// FailedCreate events of our LeaderWorkerSets and their StatefulSets (the cache holds only
+	// FailedCreate events) wake the serving they are about.
+	eventToServing := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		e, ok := o.(*corev1.Event)
+		if !ok {
+			return nil
+		}
+		name := ServingOfWorkload(e.InvolvedObject.Kind, e.InvolvedObject.Name)
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: e.Namespace, Name: name}}}
+	})
+	// The LWS and the Service are mapped to their serving by name, not by owner: an object with a
+	// child's name that is not ours (a NameConflict) wakes the serving too, so it takes the name as
+	// soon as the other object goes.
+	byName := func(serving func(string) string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			name := serving(o.GetName())
+			if name == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+		})
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1.ModelServing{}).
-		Owns(&lwsv1.LeaderWorkerSet{}).
-		Owns(&corev1.Service{}).
+		Watches(&lwsv1.LeaderWorkerSet{}, byName(func(n string) string { return n })).
+		Watches(&corev1.Service{}, byName(ServingOfService)).
 		Owns(&appsv1.ControllerRevision{}).
 		Watches(&corev1.Pod{}, podToServing).
+		Watches(&corev1.Event{}, eventToServing).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }

@@ -74,10 +74,10 @@ func ParallelismFor(spec v1.ModelServingSpec) Parallelism {
 func EngineCommand(spec v1.ModelServingSpec, role Role) (command, args []string) {
 	par := ParallelismFor(spec)
 	port := strconv.Itoa(int(spec.Engine.Port))
-	model := servedModelPath(spec)
+	model := kubeEscape(servedModelPath(spec))
 	var nameArgs []string
-	if model != spec.Model {
-		nameArgs = []string{"--served-model-name", spec.Model}
+	if servedModelPath(spec) != spec.Model {
+		nameArgs = []string{"--served-model-name", kubeEscape(spec.Model)}
 	}
 	switch spec.Engine.Type {
 	case v1.EngineCustom:
@@ -107,7 +107,7 @@ func EngineCommand(spec v1.ModelServingSpec, role Role) (command, args []string)
 		serve = append(serve, nameArgs...)
 		script := fmt.Sprintf("ray start --head --port=%d && "+
 			"until [ \"$(ray list nodes --format=json 2>/dev/null | grep -c '\"state\": \"ALIVE\"')\" -ge \"$LWS_GROUP_SIZE\" ]; do echo waiting for $LWS_GROUP_SIZE ray nodes; sleep 5; done && "+
-			"exec vllm serve \"$LLM_MODEL\" %s \"$@\"", RayPort, strings.Join(serve, " "))
+			"exec vllm serve \"$LLM_MODEL\" %s \"$@\"", RayPort, shellJoin(serve))
 		return []string{"/bin/sh", "-c", script, "vllm"}, append([]string{}, spec.Engine.Args...)
 	}
 }
@@ -141,6 +141,10 @@ func ParseWeightsSource(source string) (WeightsSource, error) {
 		return WeightsSource{}, field.Invalid(fld, source, "not a URL: "+err.Error())
 	}
 	rest := strings.Trim(u.Host+u.Path, "/")
+	if strings.HasPrefix(rest, "-") {
+		// It becomes an argument of the fetch command, which would read it as an option.
+		return WeightsSource{}, field.Invalid(fld, source, "must not start its claim, repository or bucket with '-'")
+	}
 	switch u.Scheme {
 	case "pvc":
 		if u.Host == "" {
@@ -164,9 +168,11 @@ func ParseWeightsSource(source string) (WeightsSource, error) {
 
 // TemplateInput is what one pod template is built from.
 type TemplateInput struct {
-	Name      string // the serving's name
-	Revision  string // the ModelServing revision the template belongs to
-	Spec      v1.ModelServingSpec
+	Name     string // the serving's name
+	Revision string // the ModelServing revision the template belongs to
+	Spec     v1.ModelServingSpec
+	// Overlay is spec.template, decoded (v1.DecodeTemplate); nil when there is none.
+	Overlay   *corev1.PodTemplateSpec
 	RestartID string
 	// Annotations copied to the pods (e.g. the simulated load delay).
 	Annotations map[string]string
@@ -232,15 +238,15 @@ func PodTemplate(in TemplateInput, role Role) (corev1.PodTemplateSpec, error) {
 		}
 	}
 	pod.Spec.Tolerations = append([]corev1.Toleration(nil), s.Tolerations...)
-	if spec.Template == nil {
+	if in.Overlay == nil {
 		return pod, nil
 	}
-	return mergeOverlay(pod, *spec.Template)
+	return mergeOverlay(pod, *in.Overlay)
 }
 
 func engineEnv(spec v1.ModelServingSpec) []corev1.EnvVar {
 	env := []corev1.EnvVar{
-		{Name: "LLM_MODEL", Value: servedModelPath(spec)},
+		{Name: "LLM_MODEL", Value: kubeEscape(servedModelPath(spec))},
 		{Name: "LLM_PORT", Value: strconv.Itoa(int(spec.Engine.Port))},
 	}
 	return append(env, spec.Engine.Env...)
@@ -343,6 +349,28 @@ func mergeOverlay(pod, overlay corev1.PodTemplateSpec) (corev1.PodTemplateSpec, 
 	}
 	return out, nil
 }
+
+// shellJoin joins words for a /bin/sh script, each word quoted unless it is made only of
+// characters the shell takes literally, so a spec value (the served model name) is always one
+// word and never shell syntax. Safe words stay as they are, which keeps existing templates.
+func shellJoin(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = shellQuote(w)
+	}
+	return strings.Join(out, " ")
+}
+
+func shellQuote(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// kubeEscape escapes a spec value for a container's command, args or env value, where the
+// kubelet expands $(VAR) references: $$ stands for a literal $.
+func kubeEscape(s string) string { return strings.ReplaceAll(s, "$", "$$") }
 
 // groupLabelSelector selects the leader pods of a serving (the Service's selector).
 func leaderSelector(name string) map[string]string {

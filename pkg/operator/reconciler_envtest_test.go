@@ -505,7 +505,7 @@ func TestASpecTheOperatorCannotServeIsDegradedNamingTheField(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	ms := serving(ns, "bad")
-	ms.Spec.Template = &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.LabelName: "someone-else"}}}
+	ms.Spec.Template = &runtime.RawExtension{Raw: []byte(`{"metadata":{"labels":{"serving.kubectl-llm.dev/name":"someone-else"}}}`)}
 	if err := env.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}

@@ -31,17 +31,37 @@ type RevisionSpec struct {
 	Template      *corev1.PodTemplateSpec `json:"template,omitempty"`
 }
 
-// RevisionSpecOf takes the pod-affecting part of a spec.
-func RevisionSpecOf(s v1.ModelServingSpec) RevisionSpec {
+// RevisionSpecOf takes the pod-affecting part of a spec. spec.template is decoded here (strictly,
+// by v1.DecodeTemplate) and kept typed in the revision, so the recorded revisions and their hashes
+// are the same as when the API type held a typed template. The error names the field.
+func RevisionSpecOf(s v1.ModelServingSpec) (RevisionSpec, error) {
 	s = *s.DeepCopy()
+	tmpl, err := v1.DecodeTemplate(s.Template)
+	if err != nil {
+		return RevisionSpec{}, err
+	}
 	return RevisionSpec{Model: s.Model, Engine: s.Engine, GroupSize: s.GroupSize, Resources: s.Resources,
-		Weights: s.Weights, Readiness: s.Readiness, RestartPolicy: s.RestartPolicy, Scheduling: s.Scheduling, Template: s.Template}
+		Weights: s.Weights, Readiness: s.Readiness, RestartPolicy: s.RestartPolicy, Scheduling: s.Scheduling, Template: tmpl}, nil
+}
+
+// UpdateRevisionName is the revision name of a serving's current spec, or the decoding error.
+func UpdateRevisionName(ms *v1.ModelServing) (string, error) {
+	rs, err := RevisionSpecOf(ms.Spec)
+	if err != nil {
+		return "", err
+	}
+	return RevisionName(ms.Name, rs), nil
 }
 
 // Into writes the revision back into a spec, keeping replicas, rollout and restart.
-func (r RevisionSpec) Into(s *v1.ModelServingSpec) {
+func (r RevisionSpec) Into(s *v1.ModelServingSpec) error {
+	tmpl, err := v1.EncodeTemplate(r.Template)
+	if err != nil {
+		return err
+	}
 	s.Model, s.Engine, s.GroupSize, s.Resources = r.Model, r.Engine, r.GroupSize, r.Resources
-	s.Weights, s.Readiness, s.RestartPolicy, s.Scheduling, s.Template = r.Weights, r.Readiness, r.RestartPolicy, r.Scheduling, r.Template
+	s.Weights, s.Readiness, s.RestartPolicy, s.Scheduling, s.Template = r.Weights, r.Readiness, r.RestartPolicy, r.Scheduling, tmpl
+	return nil
 }
 
 // RevisionHash is a stable hash of a revision spec.

@@ -7,9 +7,11 @@ package status
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -35,11 +37,13 @@ type Pod struct {
 	Name        string
 	WorkerIndex int // 0 is the leader
 	State       PodState
-	Reason      string // why it is not ready; empty when ready
-	Node        string
-	Revision    string
-	RestartID   string // the restart id the pod was created for
-	Restarts    int32
+	Reason      string // why it is not ready; empty when ready. It holds no durations: see Since.
+	// Since is when the pod entered a state whose age matters (loading, terminating); zero otherwise.
+	Since     time.Time
+	Node      string
+	Revision  string
+	RestartID string // the restart id the pod was created for
+	Restarts  int32
 }
 
 // Leader reports whether the pod is the group's leader.
@@ -53,19 +57,35 @@ func (p Pod) Role() string {
 	return "worker " + strconv.Itoa(p.WorkerIndex)
 }
 
+// Detail is the reason with the age of the state, for views: "not ready: loading weights /
+// starting for 3m". Stored status holds Reason and Since instead, so it does not change every pass.
+func (p Pod) Detail(now time.Time) string {
+	if p.Since.IsZero() || p.Reason == "" {
+		return p.Reason
+	}
+	d := now.Sub(p.Since).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	if p.State == PodTerminating && d >= LongTerminating {
+		return fmt.Sprintf("%s for %s (finalizers or an unreachable node?)", p.Reason, d)
+	}
+	if p.State == PodTerminating {
+		return p.Reason
+	}
+	return fmt.Sprintf("%s for %s", p.Reason, d)
+}
+
 // LongTerminating is how long a pod may take to terminate before the views call it stuck.
 const LongTerminating = 2 * time.Minute
 
 // insufficientGPU is the scheduler's wording for a group that cannot get GPUs.
 const insufficientGPU = "Insufficient nvidia.com/gpu"
 
-// ClassifyPod decides the state of one pod and, when it is not ready, why.
-func ClassifyPod(pod *corev1.Pod, now time.Time) (PodState, string) {
+// ClassifyPod decides the state of one pod and, when it is not ready, why. The reason holds no
+// duration; Detail renders one from PodSince.
+func ClassifyPod(pod *corev1.Pod) (PodState, string) {
 	if pod.DeletionTimestamp != nil {
-		d := now.Sub(pod.DeletionTimestamp.Time).Round(time.Second)
-		if d >= LongTerminating {
-			return PodTerminating, fmt.Sprintf("Terminating for %s (finalizers or an unreachable node?)", d)
-		}
 		return PodTerminating, "Terminating"
 	}
 	switch pod.Status.Phase {
@@ -87,7 +107,7 @@ func ClassifyPod(pod *corev1.Pod, now time.Time) (PodState, string) {
 		return PodReady, ""
 	}
 	if pod.Status.Phase == corev1.PodRunning {
-		return PodLoading, loadingReason(pod, now)
+		return PodLoading, "not ready: loading weights / starting"
 	}
 	if reason := waitingReason(pod); reason != "" {
 		return PodStarting, reason
@@ -154,21 +174,25 @@ func waitingReason(pod *corev1.Pod) string {
 	return ""
 }
 
-func loadingReason(pod *corev1.Pod, now time.Time) string {
-	started := pod.CreationTimestamp.Time
-	if pod.Status.StartTime != nil {
-		started = pod.Status.StartTime.Time
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if r := cs.State.Running; r != nil && !r.StartedAt.IsZero() && r.StartedAt.After(started) {
-			started = r.StartedAt.Time
+// PodSince is when a pod entered a state whose age the views show: when it began terminating, or
+// when its engine last started (loading weights); zero for other states.
+func PodSince(pod *corev1.Pod, state PodState) time.Time {
+	switch state {
+	case PodTerminating:
+		return pod.DeletionTimestamp.Time
+	case PodLoading:
+		started := pod.CreationTimestamp.Time
+		if pod.Status.StartTime != nil {
+			started = pod.Status.StartTime.Time
 		}
+		for _, cs := range pod.Status.ContainerStatuses {
+			if r := cs.State.Running; r != nil && !r.StartedAt.IsZero() && r.StartedAt.After(started) {
+				started = r.StartedAt.Time
+			}
+		}
+		return started
 	}
-	d := now.Sub(started).Round(time.Second)
-	if d < 0 {
-		d = 0
-	}
-	return fmt.Sprintf("not ready: loading weights / starting for %s", d)
+	return time.Time{}
 }
 
 func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
@@ -223,32 +247,77 @@ func (g Group) Updated(revision, restartID string) bool {
 	return true
 }
 
-// Reason is why the group is not ready: its first unready pod's reason with the pod's role.
+// Reason is why the group is not ready: its first unready pod's reason with the pod's role. It
+// holds no duration (it is stored in status.groups); Since is when that pod's state began.
 func (g Group) Reason() string {
-	for _, p := range g.Pods {
-		if p.State != PodReady {
-			return p.Role() + ": " + p.Reason
-		}
+	if p := g.firstUnready(); p != nil {
+		return bounded(p.Role()+": "+p.Reason, MaxReasonLength)
 	}
 	return ""
+}
+
+// Since is when the state of the pod Reason is about began; zero when that has no age.
+func (g Group) Since() time.Time {
+	if p := g.firstUnready(); p != nil {
+		return p.Since
+	}
+	return time.Time{}
+}
+
+// Detail is Reason with the age of the state, for views.
+func (g Group) Detail(now time.Time) string {
+	if p := g.firstUnready(); p != nil {
+		return bounded(p.Role()+": "+p.Detail(now), MaxReasonLength)
+	}
+	return ""
+}
+
+func (g Group) firstUnready() *Pod {
+	for i := range g.Pods {
+		if g.Pods[i].State != PodReady {
+			return &g.Pods[i]
+		}
+	}
+	return nil
+}
+
+// MaxReasonLength bounds a reason built from pod messages, which anyone who may create a pod writes.
+const MaxReasonLength = 512
+
+// bounded cuts s to at most n bytes, on a rune boundary, marking the cut.
+func bounded(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // BuildGroups sorts the pods of one serving into groups by the LWS group and worker index labels.
 // desired is spec.replicas and size spec.groupSize: groups below desired always appear (with missing
 // pods), groups above it only when they have pods (surge groups).
+//
+// The labels are untrusted (anyone who may create a pod can set them): a pod whose group index is
+// not one a serving can have (0 <= group < v1.MaxGroups) or whose worker index is not one of the
+// group (0 <= worker < size) is ignored, so the work done is bounded by the pods given, never by
+// the indices they claim.
 func BuildGroups(pods []corev1.Pod, desired, size int, now time.Time) []Group {
+	desired = min(max(desired, 0), v1.MaxGroups)
+	size = min(max(size, 1), v1.MaxGroupSize)
 	byGroup := map[int]map[int]Pod{}
-	maxIndex := desired - 1
 	for i := range pods {
 		pod := &pods[i]
-		gi, err1 := strconv.Atoi(pod.Labels[lwsv1.GroupIndexLabelKey])
-		wi, err2 := strconv.Atoi(pod.Labels[lwsv1.WorkerIndexLabelKey])
-		if err1 != nil || err2 != nil {
-			continue // not (yet) labelled by the LWS webhook: not a group member we can place
+		gi, ok1 := index(pod.Labels[lwsv1.GroupIndexLabelKey], v1.MaxGroups)
+		wi, ok2 := index(pod.Labels[lwsv1.WorkerIndexLabelKey], size)
+		if !ok1 || !ok2 {
+			continue // not (yet) labelled by the LWS webhook, or not a group member that can exist
 		}
-		state, reason := ClassifyPod(pod, now)
-		p := Pod{Name: pod.Name, WorkerIndex: wi, State: state, Reason: reason, Node: pod.Spec.NodeName,
-			Revision: pod.Labels[v1.LabelRevision], RestartID: pod.Annotations[v1.AnnotationRestartID], Restarts: restarts(pod)}
+		state, reason := ClassifyPod(pod)
+		p := Pod{Name: pod.Name, WorkerIndex: wi, State: state, Reason: bounded(reason, MaxReasonLength), Since: PodSince(pod, state),
+			Node: pod.Spec.NodeName, Revision: pod.Labels[v1.LabelRevision], RestartID: pod.Annotations[v1.AnnotationRestartID], Restarts: restarts(pod)}
 		if byGroup[gi] == nil {
 			byGroup[gi] = map[int]Pod{}
 		}
@@ -256,16 +325,20 @@ func BuildGroups(pods []corev1.Pod, desired, size int, now time.Time) []Group {
 			continue // a replacement exists: show it, not the pod on its way out
 		}
 		byGroup[gi][wi] = p
-		if gi > maxIndex {
-			maxIndex = gi
+	}
+	indices := make([]int, 0, desired+len(byGroup))
+	for gi := 0; gi < desired; gi++ {
+		indices = append(indices, gi)
+	}
+	for gi := range byGroup {
+		if gi >= desired {
+			indices = append(indices, gi)
 		}
 	}
-	groups := make([]Group, 0, maxIndex+1)
-	for gi := 0; gi <= maxIndex; gi++ {
-		members, exists := byGroup[gi]
-		if gi >= desired && !exists {
-			continue
-		}
+	sort.Ints(indices)
+	groups := make([]Group, 0, len(indices))
+	for _, gi := range indices {
+		members := byGroup[gi]
 		g := Group{Index: gi, Size: size, Surge: gi >= desired}
 		for wi := 0; wi < size; wi++ {
 			p, ok := members[wi]
@@ -286,6 +359,18 @@ func BuildGroups(pods []corev1.Pod, desired, size int, now time.Time) []Group {
 		groups = append(groups, g)
 	}
 	return groups
+}
+
+// index parses an index label: a canonical decimal in [0, limit).
+func index(label string, limit int) (int, bool) {
+	if label == "" || len(label) > 10 || (len(label) > 1 && label[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(label)
+	if err != nil || n < 0 || n >= limit || strconv.Itoa(n) != label {
+		return 0, false
+	}
+	return n, true
 }
 
 func restarts(pod *corev1.Pod) int32 {

@@ -51,7 +51,9 @@ func TestClassifyPodSaysWhyAPodIsNotReady(t *testing.T) {
 			if tc.state == status.PodStarting {
 				pod.Status.Phase = corev1.PodPending
 			}
-			state, reason := status.ClassifyPod(&pod, now)
+			state, reason := status.ClassifyPod(&pod)
+			// The reason holds no duration (it is stored in status); Detail renders the age for views.
+			reason = status.Pod{State: state, Reason: reason, Since: status.PodSince(&pod, state)}.Detail(now)
 			if state != tc.state {
 				t.Errorf("state = %s, want %s (reason %q)", state, tc.state, reason)
 			}

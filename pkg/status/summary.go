@@ -27,7 +27,13 @@ type Input struct {
 	TemplateRevision string
 	// SpecError, when set, is why the operator cannot serve the spec (a terminal error).
 	SpecError error
-	Now       time.Time
+	// Problems the caller found outside the pods (a name conflict, a refused apply), most
+	// important first: the first one becomes the Degraded condition.
+	Problems []Problem
+	// Events are the recent events of the serving's LeaderWorkerSet and StatefulSets: a fresh
+	// FailedCreate while groups miss pods becomes the Degraded condition.
+	Events []corev1.Event
+	Now    time.Time
 }
 
 // Summary is the state of a serving, as every view shows it.
@@ -160,7 +166,19 @@ func availableCondition(s Summary) metav1.Condition {
 func degradedCondition(s Summary, in Input) metav1.Condition {
 	c := metav1.Condition{Type: v1.ConditionDegraded, Status: metav1.ConditionTrue}
 	if in.SpecError != nil {
-		c.Reason, c.Message = v1.ReasonInvalidSpec, in.SpecError.Error()
+		c.Reason, c.Message = v1.ReasonInvalidSpec, bounded(in.SpecError.Error(), maxConditionMessage)
+		return c
+	}
+	problems := in.Problems
+	if p := failedCreate(in.Events, s.Groups, in.Now); p != nil {
+		problems = append(problems[:len(problems):len(problems)], *p)
+	}
+	if len(problems) > 0 {
+		c.Reason, c.Message = problems[0].Reason, problems[0].Message
+		for _, p := range problems[1:] {
+			c.Message += "; also " + p.Reason + ": " + p.Message
+		}
+		c.Message = bounded(c.Message, maxConditionMessage)
 		return c
 	}
 	var gpu, unsched, failing, holding []string
@@ -299,10 +317,13 @@ func allMissing(g Group) bool {
 func listShort(items []string) string {
 	const show = 3
 	if len(items) <= show {
-		return strings.Join(items, "; ")
+		return bounded(strings.Join(items, "; "), maxConditionMessage)
 	}
-	return strings.Join(items[:show], "; ") + fmt.Sprintf("; and %d more", len(items)-show)
+	return bounded(strings.Join(items[:show], "; "), maxConditionMessage) + fmt.Sprintf("; and %d more", len(items)-show)
 }
+
+// maxConditionMessage keeps condition messages well within metav1.Condition's 32768 bytes.
+const maxConditionMessage = 4096
 
 func ptrOr(p *int32, def int32) int32 {
 	if p == nil {

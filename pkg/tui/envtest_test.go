@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -213,5 +214,53 @@ func TestViewFollowsTheAPIServer(t *testing.T) {
 	out = v.until("the leader loading again", func(out string) bool { return strings.Contains(row(out, "▸ 0 "), "◐ ●") })
 	if r := row(out, "  1 "); r != "" {
 		t.Errorf("a pod of another serving shows as group 1: %q", r)
+	}
+}
+
+// The list of servings shows a bad one (issue 11's template) beside the others; the servings are
+// listed and watched as unstructured objects, each decoded on its own.
+func TestTheListShowsABadServingBesideTheOthers(t *testing.T) {
+	env, wc, ns := controlPlane(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evil := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1.GroupVersion.String(), "kind": "ModelServing",
+		"metadata": map[string]any{"name": "evil", "namespace": ns},
+		"spec":     map[string]any{"model": "x", "template": map[string]any{"spec": map[string]any{"containers": int64(5)}}},
+	}}
+	if err := env.Client.Create(ctx, evil); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, apiServing(ns, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	v := startViewer(t, ctx, Config{Client: wc, Namespace: ns})
+	v.until("both servings listed", func(out string) bool { return strings.Contains(out, "evil") && strings.Contains(out, "demo") })
+	// A change to the bad one comes through the watch too.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(evil), evil); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(evil.Object, "y-model", "spec", "model"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Update(ctx, evil); err != nil {
+		t.Fatal(err)
+	}
+	v.until("the change", func(out string) bool { return strings.Contains(out, "y-model") })
+}
+
+// A stored object that does not fit the Go type becomes metadata and the Undecodable phase.
+func TestDecodeServingKeepsTheMetadataOfWhatDoesNotDecode(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1.GroupVersion.String(), "kind": "ModelServing",
+		"metadata": map[string]any{"name": "old", "namespace": "ns", "finalizers": []any{v1.FinalizerChildren}},
+		"spec":     map[string]any{"model": "m", "replicas": int64(99999999999)}, // what an unbounded schema once stored
+	}}
+	ms := decodeServing(u)
+	if ms.Name != "old" || len(ms.Finalizers) != 1 || ms.Status.Phase != PhaseUndecodable {
+		t.Errorf("decoded %s/%s finalizers %v phase %s; want the metadata and phase Undecodable", ms.Namespace, ms.Name, ms.Finalizers, ms.Status.Phase)
+	}
+	if _, undecodable, err := v1.DecodeServing(u); !undecodable || err == nil || !strings.Contains(err.Error(), "replicas") {
+		t.Errorf("DecodeServing: undecodable %v, err %v; want the field named", undecodable, err)
 	}
 }

@@ -134,8 +134,8 @@ func (p *plainPrinter) print(s Snapshot) (bool, error) {
 			}
 			p.pods[where] = state
 			text := string(pod.State)
-			if pod.Reason != "" {
-				text += " (" + pod.Reason + ")"
+			if reason := pod.Detail(now); reason != "" {
+				text += " (" + reason + ")"
 			}
 			if g.Surge {
 				where += " (surge)"

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -132,11 +133,15 @@ func (w watchSource) open(ctx context.Context, ns, name string) *stream {
 	var informers []cache.Controller
 	quiet := logr.Discard()
 	inform := func(obj runtime.Object, list func() client.ObjectList, opts func(*metav1.ListOptions)) cache.Store {
+		lw := w.listWatch(ns, list, opts, setErr)
+		if _, ok := obj.(*v1.ModelServing); ok {
+			lw = w.servingListWatch(ns, opts, setErr)
+		}
 		store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
 			// The reflector logs its retries through klog, to stderr: that would tear the screen.
 			// Its errors reach the view through the snapshot instead.
 			Logger:        &quiet,
-			ListerWatcher: w.listWatch(ns, list, opts, setErr),
+			ListerWatcher: lw,
 			ObjectType:    obj,
 			Handler:       handler,
 		})
@@ -234,6 +239,55 @@ func (w watchSource) listWatch(ns string, newList func() client.ObjectList, opts
 			return wi, err
 		},
 	}
+}
+
+// PhaseUndecodable is the phase the view shows for a stored serving that does not fit the Go type.
+const PhaseUndecodable v1.Phase = "Undecodable"
+
+// servingListWatch lists and watches servings as unstructured objects and decodes each on its own
+// (v1.DecodeServing): one that does not decode shows with its metadata and phase Undecodable
+// instead of failing the list, and so the view, of every serving.
+func (w watchSource) servingListWatch(ns string, opts func(*metav1.ListOptions), setErr func(error)) cache.ListerWatcher {
+	newList := func() client.ObjectList {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(v1.GroupVersion.WithKind("ModelServingList"))
+		return l
+	}
+	inner := w.listWatch(ns, newList, opts, setErr).(*cache.ListWatch)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			obj, err := inner.ListWithContext(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			ul := obj.(*unstructured.UnstructuredList)
+			list := &v1.ModelServingList{ListMeta: metav1.ListMeta{ResourceVersion: ul.GetResourceVersion()}}
+			for i := range ul.Items {
+				list.Items = append(list.Items, *decodeServing(&ul.Items[i]))
+			}
+			return list, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			wi, err := inner.WatchWithContext(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(wi, func(e watch.Event) (watch.Event, bool) {
+				if u, ok := e.Object.(*unstructured.Unstructured); ok {
+					e.Object = decodeServing(u)
+				}
+				return e, true
+			}), nil
+		},
+	}
+}
+
+func decodeServing(u *unstructured.Unstructured) *v1.ModelServing {
+	ms, undecodable, _ := v1.DecodeServing(u)
+	if undecodable {
+		ms.Status.Phase = PhaseUndecodable // only in the view: the operator never writes it
+	}
+	return ms
 }
 
 // latestEvents keeps the n latest events, oldest first.

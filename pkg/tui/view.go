@@ -344,7 +344,7 @@ func (m Model) groupRow(g status.Group, selected bool, c columns) string {
 	b.WriteString(ready) // the cells carry the colour
 	pad(&b, c.ready-len(ready)+2)
 
-	if reason := g.Reason(); reason != "" {
+	if reason := g.Detail(m.now); reason != "" {
 		room := m.width - (2 + c.group + 2 + c.pods + 2 + c.revision + 2 + c.ready + 2)
 		if room > 1 {
 			b.WriteString(s.States[firstUnready(g)].Render(ansi.Truncate(reason, room, "…")))
@@ -438,8 +438,8 @@ func (m Model) podsBody() []string {
 		}
 		state := m.styles.States[p.State].Render(fmt.Sprintf("%-11s", p.State))
 		lines = append(lines, fmt.Sprintf("%s %-9s  %-24s  %s  %-16s  %d", m.styles.cell(p.State), p.Role(), name, state, node, p.Restarts))
-		if p.Reason != "" {
-			wrapped := ansi.Wrap(p.Reason, max(m.width-6, 20), " ")
+		if reason := p.Detail(m.now); reason != "" {
+			wrapped := ansi.Wrap(reason, max(m.width-6, 20), " ")
 			for _, l := range strings.Split(wrapped, "\n") {
 				lines = append(lines, "    "+m.styles.States[p.State].Render(l))
 			}

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -358,4 +359,16 @@ func isQuit(cmd tea.Cmd) bool {
 	}
 	_, ok := cmd().(tea.QuitMsg)
 	return ok
+}
+
+// The operator's Degraded reason (here a FailedCreate from Pod Security) shows in the live view,
+// not only groups "not created yet".
+func TestTheLiveViewNamesWhyGroupsCannotBeCreated(t *testing.T) {
+	ms := created(serving(1, 2).Obj())
+	ms.Status.ObservedGeneration = ms.Generation
+	ms.Status.Conditions = append(ms.Status.Conditions, metav1.Condition{Type: v1.ConditionDegraded, Status: metav1.ConditionTrue,
+		Reason: v1.ReasonFailedCreate, Message: `statefulset demo cannot create its pods: pods "demo-0" is forbidden: violates PodSecurity`})
+	m := feed(t, newTestModel(t, "demo", 160, 30, nil), Snapshot{Serving: ms, Synced: true})
+	out := display(t, m)
+	mustContain(t, out, "degraded, FailedCreate: statefulset demo cannot create its pods")
 }

@@ -3,11 +3,16 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -38,4 +43,29 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// WriteKubeconfig writes a kubeconfig for the control plane to path (context "envtest",
+// namespace "default"), so tests go through the same flags and loading as a user.
+func (e *Env) WriteKubeconfig(path string) error { return WriteKubeconfig(path, e.Config) }
+
+// WriteKubeconfig writes a kubeconfig for a server's rest config to path.
+func WriteKubeconfig(path string, c *rest.Config) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "envtest"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// TempKubeconfig writes the control plane's kubeconfig into a new temporary directory; remove
+// it with the returned function.
+func (e *Env) TempKubeconfig(prefix string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", func() {}, err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, func() { _ = os.RemoveAll(dir) }, e.WriteKubeconfig(path)
 }
