@@ -156,10 +156,12 @@ func TestAServingGetsItsLeaderStatefulSetFromTheEmbeddedLWS(t *testing.T) {
 	if c := tmpl.Spec.Containers[0]; c.Name != operator.EngineContainer || c.ReadinessProbe == nil {
 		t.Errorf("leader pod template lost the engine container: %+v", c)
 	}
-	// The headless Service LWS makes for the group's pod DNS names, next to ours.
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen"}, &corev1.Service{}); err != nil {
-		t.Errorf("LWS headless Service: %v", err)
-	}
+	// The headless Service LWS makes for the group's pod DNS names, next to ours (LWS makes it
+	// after the leader StatefulSet, in the same pass).
+	testenv.Eventually(t, 30*time.Second, "the LWS headless Service", func() (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen"}, &corev1.Service{})
+		return err == nil, err
+	})
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: operator.ServiceName("qwen")}, &corev1.Service{}); err != nil {
 		t.Errorf("serving Service: %v", err)
 	}
