@@ -170,6 +170,7 @@ func scriptAt(t *testing.T, kubeconfigPath string, in stdinFrom, out stdoutTo, a
 
 // eachRedirection runs f for every stdin and stdout a script may give the binary.
 func eachRedirection(t *testing.T, f func(t *testing.T, in stdinFrom, out stdoutTo)) {
+	binary(t) // built before the subtests' clocks start
 	for _, in := range allStdins {
 		for _, out := range allStdouts {
 			t.Run(string(in)+"/"+string(out), func(t *testing.T) {
@@ -307,6 +308,7 @@ func TestTheLiveViewOpensOnlyWithStdinAndStdoutATerminal(t *testing.T) {
 	seedPod(t, ns, 0, fixtures.Pod("qwen", 0, 0, "qwen-r1"), false).writeStatus(t, now, time.Minute)
 	seedPod(t, ns, 0, fixtures.Pod("qwen", 0, 1, "qwen-r1"), false).writeStatus(t, now, time.Minute)
 	const altScreen = "\x1b[?1049h"
+	binary(t) // built before the clocks start
 
 	for _, stdinTerminal := range []bool{true, false} {
 		t.Run(map[bool]string{true: "stdin a terminal", false: "stdin /dev/null"}[stdinTerminal], func(t *testing.T) {
