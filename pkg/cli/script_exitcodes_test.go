@@ -302,3 +302,28 @@ func TestRolloutHistoryOutputFormats(t *testing.T) {
 	r = script(t, fromDevNull, toPipe, "-n", ns, "rollout", "history", "qwen", "--revision", "7", "-o", "json")
 	wantError(t, r, 1, `revision 7 of serving "qwen" not found: recorded revisions are 1, 2`)
 }
+
+// version prints the client version first; a cluster that does not answer is then an error, as in
+// kubectl, and --client never asks it.
+func TestVersionForScripts(t *testing.T) {
+	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := writeKubeconfig(unreachable, "https://127.0.0.1:1", nil, nil, nil, "token"); err != nil {
+		t.Fatal(err)
+	}
+	const client = "Client Version: dev (commit none, built unknown)\n"
+	r := script(t, fromDevNull, toPipe, "version")
+	expectCode(t, r, 0)
+	if !strings.HasPrefix(r.Out, client) || !strings.Contains(r.Out, "ModelServing API: v1alpha1 served") || r.Err != "" {
+		t.Errorf("version: stdout %q, stderr %q", r.Out, r.Err)
+	}
+	r = scriptAt(t, unreachable, fromDevNull, toPipe, "version")
+	expectCode(t, r, 1)
+	if r.Out != client || !strings.HasPrefix(r.Err, "error: cannot reach the cluster at https://127.0.0.1:1: ") {
+		t.Errorf("version against an unreachable cluster: stdout %q, stderr %q", r.Out, r.Err)
+	}
+	r = scriptAt(t, unreachable, fromDevNull, toPipe, "version", "--client")
+	expectCode(t, r, 0)
+	if r.Out != client || r.Err != "" {
+		t.Errorf("version --client: stdout %q, stderr %q", r.Out, r.Err)
+	}
+}
