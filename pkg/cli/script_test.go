@@ -361,3 +361,14 @@ func TestTheLiveViewOpensOnlyWithStdinAndStdoutATerminal(t *testing.T) {
 		})
 	}
 }
+
+// A serving renders offline too: deploy --dry-run=client asks no cluster.
+func TestDeployDryRunRendersWithoutACluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := <-startScript(ctx, t, stdinClosed, toPipe, "", "deploy", "qwen", "--model", "Qwen/Qwen3-0.6B", "--dry-run=client", "-o", "yaml").result
+	expectCode(t, r, 0)
+	if !strings.HasPrefix(r.Out, "apiVersion: serving.kubectl-llm.dev/v1alpha1\nkind: ModelServing\n") || r.Err != "" {
+		t.Errorf("stdout %q, stderr %q", r.Out, r.Err)
+	}
+}
