@@ -197,7 +197,7 @@ func wantPlain(t *testing.T, out stdoutTo, stdout, want string) {
 }
 
 func TestRolloutStatusFromAScript(t *testing.T) {
-	ns := namespace(t, "script-rollout-status")
+	ns := testenv.Namespace(t, env.Client, "script-rollout-status-")
 	now := time.Now()
 	done := seedServing(t, ns, fixtures.Serving("done", ns).Replicas(2))
 	writeStatus(t, done, v1.ModelServingStatus{Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, Conditions: conditions(now, available, complete, notDegraded)})
@@ -220,7 +220,7 @@ func TestRolloutStatusFromAScript(t *testing.T) {
 }
 
 func TestWatchFromAScript(t *testing.T) {
-	ns := namespace(t, "script-watch")
+	ns := testenv.Namespace(t, env.Client, "script-watch-")
 	seedServing(t, ns, fixtures.Serving("qwen", ns).Replicas(1).GroupSize(2))
 	now := time.Now()
 	seedPod(t, ns, 0, fixtures.Pod("qwen", 0, 0, "qwen-r1").NotReady(), false).writeStatus(t, now, time.Minute)
@@ -302,7 +302,7 @@ func TestInstallHelpRenderWorksWithoutACluster(t *testing.T) {
 // alternate screen and quits on q. With stdout a terminal but stdin not one (cron, ssh -n),
 // it prints the plain lines.
 func TestTheLiveViewOpensOnlyWithStdinAndStdoutATerminal(t *testing.T) {
-	ns := namespace(t, "script-terminal")
+	ns := testenv.Namespace(t, env.Client, "script-terminal-")
 	seedServing(t, ns, fixtures.Serving("qwen", ns).Replicas(1).GroupSize(2))
 	now := time.Now()
 	seedPod(t, ns, 0, fixtures.Pod("qwen", 0, 0, "qwen-r1"), false).writeStatus(t, now, time.Minute)
