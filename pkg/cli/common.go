@@ -97,16 +97,24 @@ func explain(err error, host string) error {
 	if meta.IsNoMatchError(err) || (apierrors.IsNotFound(err) && strings.Contains(err.Error(), "the server could not find the requested resource")) {
 		return errCRDMissing
 	}
-	var uerr *url.Error
-	var nerr net.Error
-	if errors.As(err, &uerr) || errors.As(err, &nerr) || errors.Is(err, syscall.ECONNREFUSED) {
-		where := "the cluster"
-		if host != "" {
-			where = "the cluster at " + host
-		}
-		return fmt.Errorf("cannot reach %s: %w (is it running? check --kubeconfig, --context and --server)", where, err)
+	if reach := unreachable(err, host); reach != nil {
+		return reach
 	}
 	return err
+}
+
+// unreachable is what to say when err means the cluster did not answer; nil for any other error.
+func unreachable(err error, host string) error {
+	var uerr *url.Error
+	var nerr net.Error
+	if err == nil || !(errors.As(err, &uerr) || errors.As(err, &nerr) || errors.Is(err, syscall.ECONNREFUSED)) {
+		return nil
+	}
+	where := "the cluster"
+	if host != "" {
+		where = "the cluster at " + host
+	}
+	return fmt.Errorf("cannot reach %s: %w (is it running? check --kubeconfig, --context and --server)", where, err)
 }
 
 // getServing fetches a serving; when it does not exist the error names close names in the namespace.

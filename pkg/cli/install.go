@@ -202,8 +202,8 @@ func (o *InstallOptions) variant(ctx context.Context) (string, error) {
 		fmt.Fprintln(o.Streams.ErrOut, "No LeaderWorkerSet CRD in the cluster: installing it, with the operator hosting LWS (--lws=embedded).")
 		return "embedded", nil
 	default:
-		if reach := explain(ch.err, o.host()); reach != ch.err {
-			return "", reach // an unreachable cluster: choosing --lws would not help
+		if reach := unreachable(ch.err, o.host()); reach != nil {
+			return "", reach // choosing --lws would not help
 		}
 		return "", fmt.Errorf("cannot tell whether LeaderWorkerSet is installed (%s): choose --lws=external or --lws=embedded", ch.Detail)
 	}

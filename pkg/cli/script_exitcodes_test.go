@@ -111,7 +111,7 @@ func wantError(t *testing.T, r result, code int, want ...string) {
 // on a serving that does not exist, as a user RBAC forbids, as a user who may only read, and
 // against a cluster that does not answer.
 func TestExitCodesForScripts(t *testing.T) {
-	ns := namespace(t, "script-exit-codes")
+	ns := testenv.Namespace(t, env.Client, "script-exit-codes-")
 	// "reader" may read servings, their revisions, pods and events in the namespace, nothing more.
 	create(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"modelservings"}, Verbs: []string{"get", "list", "watch"}},
@@ -163,7 +163,7 @@ func qualified(name string) string { return "modelserving.serving.kubectl-llm.de
 // TestOutputFormatsOfTheCommandsThatChangeAServing: -o json and -o yaml print the serving as it is
 // after the change, and only that.
 func TestOutputFormatsOfTheCommandsThatChangeAServing(t *testing.T) {
-	ns := namespace(t, "script-output")
+	ns := testenv.Namespace(t, env.Client, "script-output-")
 	scriptServing(t, ns, "qwen", nil)
 	for _, format := range []string{"json", "yaml"} {
 		image := "vllm/vllm-openai:v0.13." + map[string]string{"json": "1", "yaml": "2"}[format]
@@ -194,7 +194,7 @@ func TestOutputFormatsOfTheCommandsThatChangeAServing(t *testing.T) {
 // ValidatingAdmissionPolicy of the cluster) exits 1 with the server's reason; a failed rollout
 // exits 2 and a wait that runs out of time 3.
 func TestRefusalsAndWaitsForScripts(t *testing.T) {
-	ns := namespace(t, "script-refusals")
+	ns := testenv.Namespace(t, env.Client, "script-refusals-")
 	ctx := context.Background()
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(bad, []byte("apiVersion: serving.kubectl-llm.dev/v1alpha1\nkind: ModelServing\nmetadata: {name: bad}\n"+
@@ -253,7 +253,7 @@ func TestRefusalsAndWaitsForScripts(t *testing.T) {
 // TestExitCodesOfTheCommandsOfANamespaceOrCluster: the commands that do not act on one existing
 // serving exit 1 with nothing on stdout when RBAC forbids them or the cluster does not answer.
 func TestExitCodesOfTheCommandsOfANamespaceOrCluster(t *testing.T) {
-	ns := namespace(t, "script-cluster-codes")
+	ns := testenv.Namespace(t, env.Client, "script-cluster-codes-")
 	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := testenv.WriteKubeconfig(unreachable, &rest.Config{Host: "https://127.0.0.1:1", BearerToken: "token"}); err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestExitCodesOfTheCommandsOfANamespaceOrCluster(t *testing.T) {
 // rollout history -o prints the ControllerRevisions: a List, one name a line, or with --revision
 // the one revision.
 func TestRolloutHistoryOutputFormats(t *testing.T) {
-	ns := namespace(t, "script-history-output")
+	ns := testenv.Namespace(t, env.Client, "script-history-output-")
 	scriptServing(t, ns, "qwen", nil)
 	r := script(t, fromDevNull, toPipe, "-n", ns, "rollout", "history", "qwen", "-o", "name")
 	expectCode(t, r, 0)
@@ -302,4 +302,29 @@ func TestRolloutHistoryOutputFormats(t *testing.T) {
 	}
 	r = script(t, fromDevNull, toPipe, "-n", ns, "rollout", "history", "qwen", "--revision", "7", "-o", "json")
 	wantError(t, r, 1, `revision 7 of serving "qwen" not found: recorded revisions are 1, 2`)
+}
+
+// version prints the client version first; a cluster that does not answer is then an error, as in
+// kubectl, and --client never asks it.
+func TestVersionForScripts(t *testing.T) {
+	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := writeKubeconfig(unreachable, "https://127.0.0.1:1", nil, nil, nil, "token"); err != nil {
+		t.Fatal(err)
+	}
+	const client = "Client Version: dev (commit none, built unknown)\n"
+	r := script(t, fromDevNull, toPipe, "version")
+	expectCode(t, r, 0)
+	if !strings.HasPrefix(r.Out, client) || !strings.Contains(r.Out, "ModelServing API: v1alpha1 served") || r.Err != "" {
+		t.Errorf("version: stdout %q, stderr %q", r.Out, r.Err)
+	}
+	r = scriptAt(t, unreachable, fromDevNull, toPipe, "version")
+	expectCode(t, r, 1)
+	if r.Out != client || !strings.HasPrefix(r.Err, "error: cannot reach the cluster at https://127.0.0.1:1: ") {
+		t.Errorf("version against an unreachable cluster: stdout %q, stderr %q", r.Out, r.Err)
+	}
+	r = scriptAt(t, unreachable, fromDevNull, toPipe, "version", "--client")
+	expectCode(t, r, 0)
+	if r.Out != client || r.Err != "" {
+		t.Errorf("version --client: stdout %q, stderr %q", r.Out, r.Err)
+	}
 }

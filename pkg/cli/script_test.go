@@ -171,6 +171,7 @@ func scriptAt(t *testing.T, kubeconfigPath string, in stdinFrom, out stdoutTo, a
 
 // eachRedirection runs f for every stdin and stdout a script may give the binary.
 func eachRedirection(t *testing.T, f func(t *testing.T, in stdinFrom, out stdoutTo)) {
+	binary(t) // built before the subtests' clocks start
 	for _, in := range allStdins {
 		for _, out := range allStdouts {
 			t.Run(string(in)+"/"+string(out), func(t *testing.T) {
@@ -197,7 +198,7 @@ func wantPlain(t *testing.T, out stdoutTo, stdout, want string) {
 }
 
 func TestRolloutStatusFromAScript(t *testing.T) {
-	ns := namespace(t, "script-rollout-status")
+	ns := testenv.Namespace(t, env.Client, "script-rollout-status-")
 	now := time.Now()
 	done := seedServing(t, ns, fixtures.Serving("done", ns).Replicas(2))
 	writeStatus(t, done, v1.ModelServingStatus{Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, Conditions: conditions(now, available, complete, notDegraded)})
@@ -220,7 +221,7 @@ func TestRolloutStatusFromAScript(t *testing.T) {
 }
 
 func TestWatchFromAScript(t *testing.T) {
-	ns := namespace(t, "script-watch")
+	ns := testenv.Namespace(t, env.Client, "script-watch-")
 	seedServing(t, ns, fixtures.Serving("qwen", ns).Replicas(1).GroupSize(2))
 	now := time.Now()
 	seedPod(t, ns, 0, fixtures.Pod("qwen", 0, 0, "qwen-r1").NotReady(), false).writeStatus(t, now, time.Minute)
@@ -302,12 +303,13 @@ func TestInstallHelpRenderWorksWithoutACluster(t *testing.T) {
 // alternate screen and quits on q. With stdout a terminal but stdin not one (cron, ssh -n),
 // it prints the plain lines.
 func TestTheLiveViewOpensOnlyWithStdinAndStdoutATerminal(t *testing.T) {
-	ns := namespace(t, "script-terminal")
+	ns := testenv.Namespace(t, env.Client, "script-terminal-")
 	seedServing(t, ns, fixtures.Serving("qwen", ns).Replicas(1).GroupSize(2))
 	now := time.Now()
 	seedPod(t, ns, 0, fixtures.Pod("qwen", 0, 0, "qwen-r1"), false).writeStatus(t, now, time.Minute)
 	seedPod(t, ns, 0, fixtures.Pod("qwen", 0, 1, "qwen-r1"), false).writeStatus(t, now, time.Minute)
 	const altScreen = "\x1b[?1049h"
+	binary(t) // built before the clocks start
 
 	for _, stdinTerminal := range []bool{true, false} {
 		t.Run(map[bool]string{true: "stdin a terminal", false: "stdin /dev/null"}[stdinTerminal], func(t *testing.T) {
@@ -358,5 +360,16 @@ func TestTheLiveViewOpensOnlyWithStdinAndStdoutATerminal(t *testing.T) {
 				t.Fatalf("q did not end the live view; screen %q", screen.String())
 			}
 		})
+	}
+}
+
+// A serving renders offline too: deploy --dry-run=client asks no cluster.
+func TestDeployDryRunRendersWithoutACluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := <-startScript(ctx, t, stdinClosed, toPipe, "", "deploy", "qwen", "--model", "Qwen/Qwen3-0.6B", "--dry-run=client", "-o", "yaml").result
+	expectCode(t, r, 0)
+	if !strings.HasPrefix(r.Out, "apiVersion: serving.kubectl-llm.dev/v1alpha1\nkind: ModelServing\n") || r.Err != "" {
+		t.Errorf("stdout %q, stderr %q", r.Out, r.Err)
 	}
 }

@@ -29,9 +29,9 @@ func newVersionCommand(root *RootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the client version, and the cluster's API versions and operator",
-		Long: `Print the client version and, when the cluster is reachable, which versions of the ModelServing
-and LeaderWorkerSet APIs it serves and which operator image runs (as installed by kubectl llm
-install). --client skips the cluster.`,
+		Long: `Print the client version and which versions of the ModelServing and LeaderWorkerSet APIs the
+cluster serves and which operator image runs (as installed by kubectl llm install). A cluster that
+cannot be reached is an error (exit 1) after the client version; --client never asks the cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.Run(cmd.Context()) },
 	}
@@ -39,7 +39,7 @@ install). --client skips the cluster.`,
 	return cmd
 }
 
-// Run prints the versions; an unreachable cluster is reported, not an error.
+// Run prints the versions; after the client version, an unreachable cluster is an error.
 func (o *VersionOptions) Run(ctx context.Context) error {
 	fmt.Fprintf(o.Streams.Out, "Client Version: %s (commit %s, built %s)\n", version, commit, date)
 	if o.Client {
@@ -47,8 +47,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	}
 	c, _, err := o.clientAndNamespace()
 	if err != nil {
-		fmt.Fprintf(o.Streams.Out, "Server: not reachable (%v)\n", err)
-		return nil
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -58,6 +57,9 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 		{"LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"},
 	} {
 		ch := p.crdCheck(ctx, api.what, api.crd)
+		if reach := unreachable(ch.err, o.host()); reach != nil {
+			return reach
+		}
 		detail := ch.Detail
 		if ch.Result == "FAIL" {
 			detail = "not installed"
