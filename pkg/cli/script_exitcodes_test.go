@@ -308,7 +308,7 @@ func TestRolloutHistoryOutputFormats(t *testing.T) {
 // kubectl, and --client never asks it.
 func TestVersionForScripts(t *testing.T) {
 	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := writeKubeconfig(unreachable, "https://127.0.0.1:1", nil, nil, nil, "token"); err != nil {
+	if err := testenv.WriteKubeconfig(unreachable, &rest.Config{Host: "https://127.0.0.1:1", BearerToken: "token"}); err != nil {
 		t.Fatal(err)
 	}
 	const client = "Client Version: dev (commit none, built unknown)\n"
