@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -22,7 +23,9 @@ import (
 const (
 	lwsCRDName     = "leaderworkersets.leaderworkerset.x-k8s.io"
 	servingCRDName = "modelservings.serving.kubectl-llm.dev"
-	operatorImage  = "ghcr.io/kubectl-llm/kubectl-llm:latest"
+	// operatorRepository is where releases publish the operator image, tagged with the release's
+	// version: the install pins the image to the CLI's own version, never to a moving tag.
+	operatorRepository = "ghcr.io/kubectl-llm/kubectl-llm"
 )
 
 // manifests decodes the embedded install manifests of a variant: "default" (LWS installed in the
@@ -96,7 +99,7 @@ operator hosting LWS.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.LWS, "lws", "auto", "LeaderWorkerSet: external (installed in the cluster), embedded (hosted by the operator) or auto")
-	f.StringVar(&o.Image, "image", operatorImage, "The operator image")
+	f.StringVar(&o.Image, "image", defaultOperatorImage(), "The operator image (default: the release of this kubectl llm's own version)")
 	f.StringVar(&o.DryRun, "dry-run", "none", `"none", "client" (print the manifests) or "server" (validate on the API server, write nothing)`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
 	f.StringVarP(&o.Output, "output", "o", "", "Print the manifests (yaml, json) or their names (name) instead of a line per applied object")
@@ -143,6 +146,14 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	objs, err := manifests(variant)
 	if err != nil {
 		return err
+	}
+	if o.Image == defaultOperatorImage() && version == "dev" && o.DryRun == "none" {
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: this kubectl llm is a development build; its operator image %s is not published: pass --image with an image you built.\n", o.Image)
+	}
+	if variant == "embedded" && o.DryRun != "client" {
+		if err := o.checkNoOtherLWS(ctx, objs, host); err != nil {
+			return err
+		}
 	}
 	for _, u := range objs {
 		if u.GetKind() == "Deployment" && u.GetName() == "kubectl-llm-operator" {
@@ -207,6 +218,75 @@ func (o *InstallOptions) variant(ctx context.Context) (string, error) {
 		}
 		return "", fmt.Errorf("cannot tell whether LeaderWorkerSet is installed (%s): choose --lws=external or --lws=embedded", ch.Detail)
 	}
+}
+
+// defaultOperatorImage is the operator image of this binary's own version.
+func defaultOperatorImage() string { return operatorRepository + ":" + version }
+
+// checkNoOtherLWS refuses an embedded install where LeaderWorkerSet is already installed by
+// someone else, or where its CRD serves a version newer than the LWS this binary embeds: a
+// second set of LWS controllers over the same objects, or an older CRD applied over a newer one,
+// would break the LeaderWorkerSets already there.
+func (o *InstallOptions) checkNoOtherLWS(ctx context.Context, objs []*unstructured.Unstructured, host string) error {
+	var embedded *unstructured.Unstructured
+	for _, u := range objs {
+		if u.GetKind() == "CustomResourceDefinition" && u.GetName() == lwsCRDName {
+			embedded = u
+		}
+	}
+	live := &unstructured.Unstructured{}
+	live.SetAPIVersion("apiextensions.k8s.io/v1")
+	live.SetKind("CustomResourceDefinition")
+	if err := o.client.Get(ctx, client.ObjectKey{Name: lwsCRDName}, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("look for an installed LeaderWorkerSet: %w", explain(err, host))
+	}
+	return embeddedLWSConflict(live, embedded, installedByUs(live))
+}
+
+// embeddedLWSConflict says why the embedded LWS must not be installed over the live LWS CRD.
+func embeddedLWSConflict(live, embedded *unstructured.Unstructured, ours bool) error {
+	if !ours {
+		return fmt.Errorf("LeaderWorkerSet is already installed in this cluster (its CRD %s was not installed by kubectl llm): "+
+			"install with --lws=external, so that one set of LWS controllers runs", lwsCRDName)
+	}
+	known := map[string]bool{}
+	for _, v := range crdVersions(embedded) {
+		known[v] = true
+	}
+	var newer []string
+	for _, v := range crdVersions(live) {
+		if !known[v] {
+			newer = append(newer, v)
+		}
+	}
+	if len(newer) > 0 {
+		return fmt.Errorf("the cluster's LeaderWorkerSet CRD serves %s, which the LeaderWorkerSet this kubectl llm embeds does not know: "+
+			"a newer LWS is installed; install with --lws=external, or use a kubectl llm that embeds that LWS", strings.Join(newer, ", "))
+	}
+	return nil
+}
+
+// crdVersions are the names of the versions a CRD serves.
+func crdVersions(crd *unstructured.Unstructured) []string {
+	if crd == nil {
+		return nil
+	}
+	vs, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var out []string
+	for _, v := range vs {
+		m, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		name, _ := m["name"].(string)
+		if served, _ := m["served"].(bool); served && name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func setImage(u *unstructured.Unstructured, image string) error {

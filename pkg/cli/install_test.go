@@ -70,7 +70,7 @@ func TestInstallThenUninstallLeavesNothingBehind(t *testing.T) {
 	expectCode(t, r, 0)
 	r = on("version")
 	expectCode(t, r, 0)
-	if !strings.Contains(r.Out, "Operator: ghcr.io/kubectl-llm/kubectl-llm:latest (0/2 ready)\n") ||
+	if !strings.Contains(r.Out, "Operator: ghcr.io/kubectl-llm/kubectl-llm:dev (0/2 ready)\n") ||
 		!strings.Contains(r.Out, "LeaderWorkerSet API: v1 served") {
 		t.Errorf("version after install:\n%s", r.Out)
 	}
@@ -85,7 +85,7 @@ func TestInstallThenUninstallLeavesNothingBehind(t *testing.T) {
 	if err := c.Update(ctx, stuck); err != nil {
 		t.Fatal(err)
 	}
-	r = on("uninstall", "--timeout", "2s")
+	r = on("uninstall", "--yes", "--timeout", "2s")
 	expectCode(t, r, cli.ExitTimedOut)
 	if !strings.Contains(r.Err, "1 serving(s) still exist after 2s: default/stuck (finalizers serving.kubectl-llm.dev/children)") ||
 		!strings.Contains(r.Err, "Not removing the operator or the CRDs") {
@@ -105,7 +105,7 @@ func TestInstallThenUninstallLeavesNothingBehind(t *testing.T) {
 	}
 
 	expectCode(t, on("deploy", "plain", "--model", "Qwen/Qwen3-0.6B"), 0)
-	r = on("uninstall")
+	r = on("uninstall", "--yes")
 	expectCode(t, r, 0)
 	golden(t, "uninstall", r.Out)
 	for _, obj := range installedObjects(t) {
