@@ -54,35 +54,15 @@ func TestUninstallWithoutYesInAScriptDeletesNothing(t *testing.T) {
 // uninstall keeps a LeaderWorkerSet CRD it installed while LeaderWorkerSets it did not make use it.
 func TestUninstallKeepsTheLWSCRDWhileOthersUseIt(t *testing.T) {
 	ctx := context.Background()
-	assets, err := testenv.Assets()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bare := &envtest.Environment{BinaryAssetsDirectory: assets, Scheme: testenv.Scheme()}
-	cfg, err := bare.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = bare.Stop() }()
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := testenv.WriteKubeconfig(kc, cfg); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	on := func(args ...string) result {
-		return runTo(ctx, &syncBuffer{}, time.Now(), "", append([]string{"--kubeconfig", kc}, args...)...)
-	}
+	c, on := bareControlPlane(t)
 	expectCode(t, on("install", "--lws=embedded", "--image", "registry.example.com/kubectl-llm:v1"), 0)
 	theirs := &lwsv1.LeaderWorkerSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "default"},
 		Spec: lwsv1.LeaderWorkerSetSpec{Replicas: ptr.To[int32](1), StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
 			RolloutStrategy: lwsv1.RolloutStrategy{Type: lwsv1.RollingUpdateStrategyType}, LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
-			Size:           ptr.To[int32](1),
-			WorkerTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}},
-		}},
+				Size:           ptr.To[int32](1),
+				WorkerTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}},
+			}},
 	}
 	if err := c.Create(ctx, theirs); err != nil {
 		t.Fatal(err)
@@ -100,5 +80,32 @@ func TestUninstallKeepsTheLWSCRDWhileOthersUseIt(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(theirs), theirs); err != nil {
 		t.Errorf("their LeaderWorkerSet: %v", err)
+	}
+}
+
+// bareControlPlane starts a control plane of the test's own with no CRDs at all, as a fresh
+// cluster: a client for it, and a runner of the command tree against it.
+func bareControlPlane(t *testing.T) (client.Client, func(args ...string) result) {
+	t.Helper()
+	assets, err := testenv.Assets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := &envtest.Environment{BinaryAssetsDirectory: assets, Scheme: testenv.Scheme()}
+	cfg, err := bare.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bare.Stop() })
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := testenv.WriteKubeconfig(kc, cfg); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, func(args ...string) result {
+		return runTo(context.Background(), &syncBuffer{}, time.Now(), "", append([]string{"--kubeconfig", kc}, args...)...)
 	}
 }

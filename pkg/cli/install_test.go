@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,11 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/cli"
-	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
 func TestInstallDryRunRendersTheManifests(t *testing.T) {
@@ -35,27 +32,7 @@ func TestInstallDryRunRendersTheManifests(t *testing.T) {
 // at all, as a fresh cluster. It also checks uninstall refuses to strand a serving's finalizer.
 func TestInstallThenUninstallLeavesNothingBehind(t *testing.T) {
 	ctx := context.Background()
-	assets, err := testenv.Assets()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bare := &envtest.Environment{BinaryAssetsDirectory: assets, Scheme: testenv.Scheme()}
-	cfg, err := bare.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = bare.Stop() }()
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := testenv.WriteKubeconfig(kc, cfg); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	on := func(args ...string) result {
-		return runTo(ctx, &syncBuffer{}, time.Now(), "", append([]string{"--kubeconfig", kc}, args...)...)
-	}
+	c, on := bareControlPlane(t)
 
 	r := on("get")
 	expectCode(t, r, 1)
