@@ -525,14 +525,16 @@ func TestASpecTheOperatorCannotServeIsDegradedNamingTheField(t *testing.T) {
 	}
 	// Not retried in a loop: the status stays as it is.
 	rv := got.ResourceVersion
-	time.Sleep(2 * time.Second)
-	again := &v1.ModelServing{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ms), again); err != nil {
-		t.Fatal(err)
-	}
-	if again.ResourceVersion != rv {
-		t.Errorf("the serving kept being written (%s -> %s)", rv, again.ResourceVersion)
-	}
+	testenv.Consistently(t, 2*time.Second, "the serving left alone", func() error {
+		again := &v1.ModelServing{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ms), again); err != nil {
+			return err
+		}
+		if again.ResourceVersion != rv {
+			return fmt.Errorf("the serving kept being written (%s -> %s)", rv, again.ResourceVersion)
+		}
+		return nil
+	})
 	// Fixing the spec clears it.
 	updateServing(t, ns, "bad", func(ms *v1.ModelServing) { ms.Spec.Template = nil })
 	waitServing(t, ns, "bad", "recovery", func(ms *v1.ModelServing) bool {
@@ -556,15 +558,17 @@ func TestTwoManagersWithoutLeaderElectionDoNotFlap(t *testing.T) {
 	waitServing(t, ns, "qwen", "convergence", func(ms *v1.ModelServing) bool {
 		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Endpoint != ""
 	})
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // let both managers' first passes finish
 	before := versions(t, ns, "qwen")
-	time.Sleep(3 * time.Second)
-	after := versions(t, ns, "qwen")
-	for k, v := range before {
-		if after[k] != v {
-			t.Errorf("%s resourceVersion moved %s -> %s with two managers and nothing changing", k, v, after[k])
+	testenv.Consistently(t, 3*time.Second, "no flapping between two managers", func() error {
+		after := versions(t, ns, "qwen")
+		for k, v := range before {
+			if after[k] != v {
+				return fmt.Errorf("%s resourceVersion moved %s -> %s with two managers and nothing changing", k, v, after[k])
+			}
 		}
-	}
+		return nil
+	})
 }
 
 func TestMetricsReportGroupsPerServing(t *testing.T) {
@@ -621,8 +625,65 @@ func TestRevisionsOfStatefulSetsAreNeitherCountedNorPruned(t *testing.T) {
 	if cr.Revision != 1 {
 		t.Errorf("our first revision is numbered %d; the StatefulSet's revision 7 must not count", cr.Revision)
 	}
-	time.Sleep(500 * time.Millisecond)
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(foreign), &appsv1.ControllerRevision{}); err != nil {
-		t.Errorf("the operator touched a StatefulSet's revision: %v", err)
+	testenv.Consistently(t, time.Second, "the StatefulSet's revision left alone", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(foreign), &appsv1.ControllerRevision{}); err != nil {
+			return fmt.Errorf("the operator touched a StatefulSet's revision: %v", err)
+		}
+		return nil
+	})
+}
+
+// More pod-affecting changes than the history limit: the operator keeps exactly the limit of
+// ControllerRevisions, the newest ones plus those still in use, and prunes the oldest.
+func TestHistoryBeyondTheLimitKeepsTheNewestRevisions(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := env.Client.Create(ctx, serving(ns, "hist")); err != nil {
+		t.Fatal(err)
 	}
+	ms := waitServing(t, ns, "hist", "the first revision", func(ms *v1.ModelServing) bool { return ms.Status.UpdateRevision != "" })
+	first := ms.Status.UpdateRevision
+	changes := operator.DefaultHistoryLimit + 3
+	var last string
+	for i := 1; i <= changes; i++ {
+		prev := waitServing(t, ns, "hist", "a recorded revision", func(ms *v1.ModelServing) bool { return ms.Status.UpdateRevision != "" }).Status.UpdateRevision
+		updateServing(t, ns, "hist", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = fmt.Sprintf("vllm/vllm-openai:v0.%d.0", 20+i) })
+		last = waitServing(t, ns, "hist", fmt.Sprintf("revision of change %d", i), func(ms *v1.ModelServing) bool {
+			return ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision != prev
+		}).Status.UpdateRevision
+	}
+	var revs []appsv1.ControllerRevision
+	testenv.Eventually(t, 20*time.Second, "pruning to the history limit", func() (bool, error) {
+		list := &appsv1.ControllerRevisionList{}
+		if err := env.Client.List(ctx, list, operator.RevisionListOptions(ns, "hist")...); err != nil {
+			return false, err
+		}
+		revs = list.Items
+		return len(revs) <= operator.DefaultHistoryLimit, fmt.Errorf("%d revisions", len(revs))
+	})
+	numbers := map[int64]string{}
+	names := map[string]bool{}
+	for _, r := range revs {
+		numbers[r.Revision] = r.Name
+		names[r.Name] = true
+	}
+	if len(revs) != operator.DefaultHistoryLimit {
+		t.Errorf("%d revisions kept after %d changes, want the limit %d", len(revs), changes+1, operator.DefaultHistoryLimit)
+	}
+	if !names[last] {
+		t.Errorf("the update revision %s was pruned", last)
+	}
+	// The current revision (no group ever became ready here, so the first) is in use and kept;
+	// the oldest of the rest go.
+	cur := waitServing(t, ns, "hist", "a current revision", func(ms *v1.ModelServing) bool { return true }).Status.CurrentRevision
+	if cur != "" && !names[cur] {
+		t.Errorf("the current revision %s was pruned", cur)
+	}
+	newest := int64(changes + 1)
+	for n := newest; n > newest-int64(operator.DefaultHistoryLimit)+1; n-- {
+		if numbers[n] == "" {
+			t.Errorf("revision %d (one of the newest) was pruned; kept %v", n, numbers)
+		}
+	}
+	t.Logf("after %d changes: kept revisions %v (first %s, current %q)", changes, numbers, first, cur)
 }

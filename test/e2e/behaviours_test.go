@@ -14,8 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -97,53 +101,72 @@ func TestRestartPolicyNoneRecreatesOnlyTheLostPod(t *testing.T) {
 	}
 }
 
-// watchRollout samples the serving's pods every 100 ms until stop is closed and records, per
-// group, when its leader first ran the new revision, the most groups seen at once, and the
-// fewest ready groups.
+// watchRollout follows the serving's pods through an informer until stop is closed and, after
+// every pod event (not at sampled moments), records per group when its leader first ran the new
+// revision, the most groups that existed at once, and the fewest ready groups.
 type rolloutWatch struct {
 	mu        sync.Mutex
 	movedAt   map[int]time.Time
 	maxGroups int
 	minReady  int
+	events    int
 }
 
 func watchRollout(t *testing.T, ns, name, newRev string, size int, stop <-chan struct{}) *rolloutWatch {
+	t.Helper()
 	w := &rolloutWatch{movedAt: map[int]time.Time{}, minReady: 1 << 30}
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
+	cs, err := kubernetes.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	selector := v1.LabelName + "=" + name
+	lw := &toolscache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return cs.CoreV1().Pods(ns).List(context.Background(), o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return cs.CoreV1().Pods(ns).Watch(context.Background(), o)
+		},
+	}
+	informer := toolscache.NewSharedInformer(lw, &corev1.Pod{}, 0)
+	observe := func(any) {
+		var ps []podInfo
+		for _, obj := range informer.GetStore().List() {
+			if info, ok := toInfo(*obj.(*corev1.Pod)); ok {
+				ps = append(ps, info)
 			}
-			list := &corev1.PodList{}
-			if err := kc.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name}); err != nil {
+		}
+		groups := map[int]bool{}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.events++
+		for _, p := range ps {
+			if p.Deleting {
 				continue
 			}
-			var ps []podInfo
-			for _, p := range list.Items {
-				if info, ok := toInfo(p); ok {
-					ps = append(ps, info)
+			groups[p.Group] = true
+			if p.Worker == 0 && p.Revision == newRev {
+				if _, seen := w.movedAt[p.Group]; !seen {
+					w.movedAt[p.Group] = time.Now()
 				}
 			}
-			groups := map[int]bool{}
-			w.mu.Lock()
-			for _, p := range ps {
-				if p.Deleting {
-					continue
-				}
-				groups[p.Group] = true
-				if p.Worker == 0 && p.Revision == newRev {
-					if _, seen := w.movedAt[p.Group]; !seen {
-						w.movedAt[p.Group] = time.Now()
-					}
-				}
-			}
-			w.maxGroups = max(w.maxGroups, len(groups))
-			w.minReady = min(w.minReady, readyGroups(ps, size))
-			w.mu.Unlock()
 		}
-	}()
+		w.maxGroups = max(w.maxGroups, len(groups))
+		w.minReady = min(w.minReady, readyGroups(ps, size))
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+		DeleteFunc: observe,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	go informer.Run(stop)
+	if !toolscache.WaitForCacheSync(stop, informer.HasSynced) {
+		t.Fatal("the pod informer did not sync")
+	}
 	return w
 }
 
@@ -261,8 +284,7 @@ func TestSurgeAddsOneGroupAndKeepsCapacity(t *testing.T) {
 	}
 	waitReady(t, ns, "qwen", settle)
 	stop := make(chan struct{})
-	w := watchRollout(t, ns, "qwen", "none-yet", 2, stop)
-	time.Sleep(300 * time.Millisecond) // let the watcher take its first samples of the settled serving
+	w := watchRollout(t, ns, "qwen", "none-yet", 2, stop) // synced: it has seen the settled serving
 	update(t, ns, "qwen", newImage)
 	rev := updateRevision(t, ns, "qwen", getServing(t, ns, "qwen").Generation)
 	testenv.Eventually(t, 3*settle, "the surge rollout to complete", func() (bool, error) {
@@ -272,7 +294,7 @@ func TestSurgeAddsOneGroupAndKeepsCapacity(t *testing.T) {
 	close(stop)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	t.Logf("surge rollout: at most %d groups at once, at least %d ready", w.maxGroups, w.minReady)
+	t.Logf("surge rollout: at most %d groups at once, at least %d ready, over %d pod events", w.maxGroups, w.minReady, w.events)
 	if w.maxGroups != 5 {
 		t.Errorf("at most %d groups existed during the rollout, want 5 (4 + one surge group)", w.maxGroups)
 	}
@@ -355,7 +377,13 @@ func TestGroupsWithoutGPUsArePendingAndTheStatusSaysWhy(t *testing.T) {
 		return c != nil && c.Reason == v1.ReasonInsufficientGPU && ms.Status.ReadyReplicas >= 1, fmt.Errorf("status %+v", ms.Status.Conditions)
 	})
 	t.Logf("the status named the GPU shortage %s after creation: %s ready", took, ms.Status.ReadyGroups)
-	time.Sleep(2 * time.Second) // the groups stay as they are: nothing frees a GPU
+	readyThen := ms.Status.ReadyReplicas
+	testenv.Consistently(t, 2*time.Second, "the groups staying as they are (nothing frees a GPU)", func() error {
+		if now := getServing(t, ns, "big").Status.ReadyReplicas; now != readyThen {
+			return fmt.Errorf("ready groups went %d -> %d", readyThen, now)
+		}
+		return nil
+	})
 	ms = getServing(t, ns, "big")
 	c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionDegraded)
 	if c.Reason != v1.ReasonInsufficientGPU || !strings.Contains(c.Message, "Insufficient nvidia.com/gpu") || ms.Status.Phase != v1.PhaseDegraded {
@@ -376,12 +404,51 @@ func TestGroupsWithoutGPUsArePendingAndTheStatusSaysWhy(t *testing.T) {
 	if ps := live(pods(t, ns, "big")); readyGroups(ps, 2) != int(ms.Status.ReadyReplicas) {
 		t.Errorf("status says %d groups ready, the pods say %d", ms.Status.ReadyReplicas, readyGroups(ps, 2))
 	}
-	if strings.Contains(c.Message, "hold GPUs while their other pods wait") {
-		t.Logf("the status explains the missing gang scheduling: %s", c.Message)
+	// No gang scheduling: where a group's leader is bound (holding its GPUs) while one of its
+	// workers waits, the status must say so; where no group is split, it must not.
+	holding := leadersHoldingGPUs(t, ns, "big")
+	says := strings.Contains(c.Message, "hold GPUs while their other pods wait")
+	switch {
+	case len(holding) > 0 && !says:
+		t.Errorf("groups %v hold GPUs while their workers wait, and the status does not say so: %q", holding, c.Message)
+	case len(holding) == 0 && says:
+		t.Errorf("no group is split, yet the status says leaders hold GPUs: %q", c.Message)
+	default:
+		t.Logf("groups whose leader holds GPUs while a worker waits: %v; status: %s", holding, c.Message)
 	}
 	if rc := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing); rc != nil && rc.Reason == v1.ReasonRolloutComplete {
 		t.Errorf("Progressing claims %s while groups cannot be scheduled", rc.Reason)
 	}
+}
+
+// leadersHoldingGPUs are the groups whose leader is bound to a node while a worker is not.
+func leadersHoldingGPUs(t *testing.T, ns, name string) []int {
+	t.Helper()
+	list := &corev1.PodList{}
+	if err := kc.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name}); err != nil {
+		t.Fatal(err)
+	}
+	leaderBound, workerWaiting := map[int]bool{}, map[int]bool{}
+	for _, p := range list.Items {
+		info, ok := toInfo(p)
+		if !ok || info.Deleting {
+			continue
+		}
+		if info.Worker == 0 && p.Spec.NodeName != "" {
+			leaderBound[info.Group] = true
+		}
+		if info.Worker > 0 && p.Spec.NodeName == "" {
+			workerWaiting[info.Group] = true
+		}
+	}
+	var out []int
+	for g := range leaderBound {
+		if workerWaiting[g] {
+			out = append(out, g)
+		}
+	}
+	sort.Ints(out)
+	return out
 }
 
 // 9. A child with a wrong owner UID is collected by the garbage collector; a serving with a

@@ -24,6 +24,22 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 	return 0
 }
 
+// Consistently checks cond every 100 ms for the whole of d and fails the test at the first error:
+// "nothing happens" made a check that can fail at any moment of the window, not only at its end.
+func Consistently(t testing.TB, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if err := cond(); err != nil {
+			t.Fatalf("%s did not hold for %s: %v", what, d, err)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // FreePort is a TCP port on 127.0.0.1 that nothing listens on now.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
