@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -54,9 +55,12 @@ type Reconciler struct {
 	HistoryLimit int
 	Metrics      *Metrics
 
-	// applied remembers, per child, the generation our last apply produced, so a child whose
-	// spec someone else changed is applied again although our intent did not change.
-	applied sync.Map // types.NamespacedName of the LWS -> int64
+	// applied remembers, per child, what our last apply produced (the LWS's generation, the
+	// Service's resourceVersion, both from the apply response), so a child that someone else
+	// changed is applied again although our intent did not change. It starts empty: after a
+	// restart every child is applied once (an unchanged apply writes nothing), so a hand edit made
+	// while the operator was down is undone too.
+	applied sync.Map // childKey -> int64 (LWS generation) or string (Service resourceVersion)
 	// rolloutStart remembers when a serving's current rollout began, for the duration metric.
 	rolloutStart sync.Map // types.NamespacedName -> time.Time
 }
@@ -100,6 +104,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.NamespacedName)
+			r.applied.Delete(childKey{"LeaderWorkerSet", req.NamespacedName})
+			r.applied.Delete(childKey{"Service", req.NamespacedName})
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -373,38 +379,54 @@ func (r *Reconciler) act(ctx context.Context, obs *observed) (Plan, error) {
 	return plan, r.pruneRevisions(ctx, obs, updateRev, plan.TemplateRevision, ms.Status.CurrentRevision)
 }
 
+// childKey names a child in the applied bookkeeping: its kind and its serving.
+type childKey struct {
+	kind    string
+	serving types.NamespacedName
+}
+
 func (r *Reconciler) applyLWS(ctx context.Context, obs *observed, desired *lwsac.LeaderWorkerSetApplyConfiguration) error {
 	hash := IntentHash(desired)
 	key := types.NamespacedName{Namespace: obs.serving.Namespace, Name: obs.serving.Name}
+	ck := childKey{"LeaderWorkerSet", key}
 	if live := obs.lws; live != nil && live.Annotations[AnnotationAppliedHash] == hash {
-		gen, known := r.applied.Load(key)
-		if !known || gen.(int64) == live.Generation {
+		// Skip only what we know we made: the generation our last apply returned. Status writes
+		// (LWS's own) do not move the generation; spec edits by anyone else do.
+		if gen, known := r.applied.Load(ck); known && gen.(int64) == live.Generation {
 			return nil
 		}
 	}
 	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})
-	applied := &lwsv1.LeaderWorkerSet{}
-	if err := r.apply(ctx, desired, applied, "LeaderWorkerSet", key); err != nil {
+	if err := r.apply(ctx, desired, "LeaderWorkerSet", key); err != nil {
 		return err
 	}
-	r.applied.Store(key, applied.Generation)
+	r.applied.Store(ck, ptr.Deref(desired.Generation, 0)) // the apply response, not a cache read
 	return nil
 }
 
 func (r *Reconciler) applyService(ctx context.Context, obs *observed) error {
 	desired := DesiredService(obs.serving)
 	hash := IntentHash(desired)
+	ck := childKey{"Service", types.NamespacedName{Namespace: obs.serving.Namespace, Name: obs.serving.Name}}
 	if live := obs.service; live != nil && live.Annotations[AnnotationAppliedHash] == hash {
-		return nil
+		// A Service has no generation: skip only at the resourceVersion our last apply returned.
+		if rv, known := r.applied.Load(ck); known && rv.(string) == live.ResourceVersion {
+			return nil
+		}
 	}
 	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})
 	key := types.NamespacedName{Namespace: obs.serving.Namespace, Name: ServiceName(obs.serving.Name)}
-	return r.apply(ctx, desired, &corev1.Service{}, "Service", key)
+	if err := r.apply(ctx, desired, "Service", key); err != nil {
+		return err
+	}
+	r.applied.Store(ck, ptr.Deref(desired.ResourceVersion, ""))
+	return nil
 }
 
-// apply server-side applies an intent with our field manager, forcing ownership. Invalid
-// objects (refused by the API server or an admission webhook) are spec errors.
-func (r *Reconciler) apply(ctx context.Context, ac runtime.ApplyConfiguration, into client.Object, kind string, key types.NamespacedName) error {
+// apply server-side applies an intent with our field manager, forcing ownership; the apply
+// configuration holds the server's response afterwards. Invalid objects (refused by the API
+// server or an admission webhook) are spec errors.
+func (r *Reconciler) apply(ctx context.Context, ac runtime.ApplyConfiguration, kind string, key types.NamespacedName) error {
 	err := r.Client.Apply(ctx, ac, client.FieldOwner(v1.FieldManager), client.ForceOwnership)
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		return &specError{fmt.Errorf("the %s the spec makes is refused: %w", kind, err)}
@@ -413,10 +435,6 @@ func (r *Reconciler) apply(ctx context.Context, ac runtime.ApplyConfiguration, i
 		return fmt.Errorf("apply %s %s: %w", kind, key, err)
 	}
 	log.FromContext(ctx).V(1).Info("Applied", "kind", kind, "name", key.Name)
-	// Read back what the server made of it, for the generation bookkeeping.
-	if err := r.Client.Get(ctx, key, into); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
 	return nil
 }
 

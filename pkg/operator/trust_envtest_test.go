@@ -340,6 +340,11 @@ func TestAServingWhosePodsLoadIsNotWrittenEveryPass(t *testing.T) {
 		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "qwen"}}); err != nil {
 			t.Fatalf("pass %d: %v", i, err)
 		}
+		if i == 0 {
+			// A new reconciler applies the LWS and Service once (unchanged on the server); only
+			// status writes count from here.
+			writes.Store(0)
+		}
 	}
 	t.Logf("10 passes over 150 s of loading pods made %d writes", writes.Load())
 	if writes.Load() != 0 {

@@ -14,11 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,22 +112,7 @@ type rolloutWatch struct {
 func watchRollout(t *testing.T, ns, name, newRev string, size int, stop <-chan struct{}) *rolloutWatch {
 	t.Helper()
 	w := &rolloutWatch{movedAt: map[int]time.Time{}, minReady: 1 << 30}
-	cs, err := kubernetes.NewForConfig(cluster.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	selector := v1.LabelName + "=" + name
-	lw := &toolscache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return cs.CoreV1().Pods(ns).List(context.Background(), o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return cs.CoreV1().Pods(ns).Watch(context.Background(), o)
-		},
-	}
-	informer := toolscache.NewSharedInformer(lw, &corev1.Pod{}, 0)
+	informer := podInformer(t, ns, name)
 	observe := func(any) {
 		var ps []podInfo
 		for _, obj := range informer.GetStore().List() {

@@ -179,6 +179,18 @@ func (o *operatorProcess) stop() {
 	o.cmd = nil
 }
 
+// kill SIGKILLs the operator (no graceful shutdown, no lease release) and reaps it.
+func (o *operatorProcess) kill() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd == nil || o.cmd.Process == nil {
+		return
+	}
+	_ = o.cmd.Process.Kill()
+	_ = o.cmd.Wait()
+	o.cmd = nil
+}
+
 // kubectlLLM runs the binary under test against the simulated cluster.
 func kubectlLLM(args ...string) (string, error) {
 	cmd := exec.Command(binary, append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)

@@ -1,0 +1,363 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+)
+
+// The invariants the fault suite checks after every case (issue 15), as one reusable piece:
+//
+//  1. children: exactly one LWS and one <name>-api Service, at most the history limit of
+//     ControllerRevisions, each controlled by the live UID of the serving;
+//  2. never two copies of a group: at every pod event, at most one live pod per (group, worker);
+//  3. status caught up: observedGeneration == generation, Ready, counts that match the pods;
+//  4. quiet when converged: no write to the serving, its LWS, Service or revisions for a while;
+//  5. the operator healthy: alive, no panic in its log, RSS under its limit.
+//
+// violations counts what failed over the whole suite, for its summary line.
+var suite struct {
+	mu                          sync.Mutex
+	cases, faults, violations   int
+	checkedInvariants, servings int
+}
+
+// historyLimit is the operator's default number of ControllerRevisions per serving.
+const historyLimit = 10
+
+// operatorRSSLimit is the memory limit of the shipped Deployment.
+const operatorRSSLimit = 512 << 20
+
+// copyWatch records, from an informer on the serving's pods, every moment two live pods claimed
+// the same (group, worker).
+type copyWatch struct {
+	mu     sync.Mutex
+	dupes  []string
+	events int
+	stop   chan struct{}
+}
+
+func watchForCopies(t *testing.T, ns, name string) *copyWatch {
+	t.Helper()
+	w := &copyWatch{stop: make(chan struct{})}
+	inf := podInformer(t, ns, name)
+	check := func(any) {
+		seen := map[string]string{}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.events++
+		for _, obj := range inf.GetStore().List() {
+			p := obj.(*corev1.Pod)
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			key := p.Labels[lwsv1.GroupIndexLabelKey] + "/" + p.Labels[lwsv1.WorkerIndexLabelKey]
+			if other, dup := seen[key]; dup && p.Labels[lwsv1.GroupIndexLabelKey] != "" {
+				w.dupes = append(w.dupes, fmt.Sprintf("group/worker %s: %s and %s", key, other, p.Name))
+			}
+			seen[key] = p.Name
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: check, UpdateFunc: func(_, o any) { check(o) }, DeleteFunc: check,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	go inf.Run(w.stop)
+	if !toolscache.WaitForCacheSync(w.stop, inf.HasSynced) {
+		t.Fatal("the pod informer did not sync")
+	}
+	t.Cleanup(func() { close(w.stop) })
+	return w
+}
+
+// podInformer is an informer on the pods of a serving (by our name label).
+func podInformer(t *testing.T, ns, name string) toolscache.SharedInformer {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	selector := v1.LabelName + "=" + name
+	lw := &toolscache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return cs.CoreV1().Pods(ns).List(context.Background(), o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return cs.CoreV1().Pods(ns).Watch(context.Background(), o)
+		},
+	}
+	return toolscache.NewSharedInformer(lw, &corev1.Pod{}, 0)
+}
+
+// checkInvariants checks the five invariants for a settled serving of replicas groups of size
+// pods; copies is the watch started before the fault. quiet is how long it must stay unwritten.
+func checkInvariants(t *testing.T, ns, name string, replicas, size int, copies *copyWatch, quietWindow time.Duration) {
+	t.Helper()
+	var failed []string
+	fail := func(inv string, err error) {
+		if err != nil {
+			failed = append(failed, inv+": "+err.Error())
+		}
+	}
+	// 3 and 1 first, given time to recover: the rest only means something once the operator has
+	// caught up. A status that looks caught up may be one the operator has not yet revised after
+	// the fault; so the system has until the deadline to show a quiet window after catching up,
+	// and a serving written again and again never gets one.
+	deadline := time.Now().Add(3 * settle)
+	var caught, children, quiet error
+	for {
+		caught = statusCaughtUp(t, ns, name, replicas, size)
+		children = childrenOwnedByTheLiveServing(ns, name)
+		if caught == nil && children == nil {
+			if quiet = quietFor(ns, name, quietWindow); quiet == nil {
+				// settled and quiet: check the end state again, it may have moved in the window
+				caught = statusCaughtUp(t, ns, name, replicas, size)
+				children = childrenOwnedByTheLiveServing(ns, name)
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fail("status caught up", caught)
+	fail("children", children)
+	fail("quiet when converged", quiet)
+	if copies != nil {
+		copies.mu.Lock()
+		if len(copies.dupes) > 0 {
+			fail("one copy of each group", fmt.Errorf("%d moments with two copies, first: %s", len(copies.dupes), copies.dupes[0]))
+		}
+		copies.mu.Unlock()
+	}
+	fail("operator healthy", operatorHealthy())
+	suite.mu.Lock()
+	suite.checkedInvariants += 5
+	suite.servings++
+	suite.violations += len(failed)
+	suite.mu.Unlock()
+	if len(failed) > 0 {
+		t.Errorf("invariants violated for %s/%s:\n  %s", ns, name, strings.Join(failed, "\n  "))
+	}
+}
+
+func statusCaughtUp(t *testing.T, ns, name string, replicas, size int) error {
+	var last error
+	deadline := time.Now().Add(2 * settle)
+	for time.Now().Before(deadline) {
+		ms := &v1.ModelServing{}
+		if err := kc.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, ms); err != nil {
+			return err
+		}
+		ready := readyGroups(live(pods(t, ns, name)), size)
+		switch {
+		case ms.Status.ObservedGeneration != ms.Generation:
+			last = fmt.Errorf("observedGeneration %d, generation %d", ms.Status.ObservedGeneration, ms.Generation)
+		case ms.Status.Phase != v1.PhaseReady:
+			last = fmt.Errorf("phase %s", ms.Status.Phase)
+		case int(ms.Status.ReadyReplicas) != replicas || ready != replicas || int(ms.Status.UpdatedReplicas) != replicas:
+			last = fmt.Errorf("status ready %d updated %d, pods ready %d, want %d", ms.Status.ReadyReplicas, ms.Status.UpdatedReplicas, ready, replicas)
+		case ms.Status.CurrentRevision != ms.Status.UpdateRevision:
+			last = fmt.Errorf("current revision %s, update revision %s", ms.Status.CurrentRevision, ms.Status.UpdateRevision)
+		default:
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return last
+}
+
+func childrenOwnedByTheLiveServing(ns, name string) error {
+	ctx := context.Background()
+	ms := &v1.ModelServing{}
+	if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ms); err != nil {
+		return err
+	}
+	ours := func(o metav1.Object) error {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || ref.Kind != "ModelServing" || ref.UID != ms.UID {
+			return fmt.Errorf("%s is controlled by %+v, not the live serving %s", o.GetName(), ref, ms.UID)
+		}
+		return nil
+	}
+	var lwsList lwsv1.LeaderWorkerSetList
+	if err := kc.List(ctx, &lwsList, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	n := 0
+	for i := range lwsList.Items {
+		if lwsList.Items[i].Name == name {
+			n++
+			if err := ours(&lwsList.Items[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("%d LeaderWorkerSets named %s", n, name)
+	}
+	svc := &corev1.Service{}
+	if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-api"}, svc); err != nil {
+		return fmt.Errorf("the serving's Service: %w", err)
+	}
+	if err := ours(svc); err != nil {
+		return err
+	}
+	if svc.Spec.Selector[v1.LabelName] != name {
+		return fmt.Errorf("the Service %s selects %v", svc.Name, svc.Spec.Selector)
+	}
+	var revs appsv1.ControllerRevisionList
+	if err := kc.List(ctx, &revs, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name}, client.HasLabels{"serving.kubectl-llm.dev/revision-hash"}); err != nil {
+		return err
+	}
+	if len(revs.Items) == 0 || len(revs.Items) > historyLimit {
+		return fmt.Errorf("%d ControllerRevisions, want 1 to %d", len(revs.Items), historyLimit)
+	}
+	for i := range revs.Items {
+		if err := ours(&revs.Items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// quietFor: no resourceVersion of the serving, its LWS, Service or revisions moves for d.
+func quietFor(ns, name string, d time.Duration) error {
+	versions := func() (map[string]string, error) {
+		ctx := context.Background()
+		out := map[string]string{}
+		objs := map[string]client.Object{
+			"ModelServing": &v1.ModelServing{}, "LeaderWorkerSet": &lwsv1.LeaderWorkerSet{},
+		}
+		for kind, o := range objs {
+			if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, o); err != nil {
+				return nil, err
+			}
+			out[kind] = o.GetResourceVersion()
+		}
+		svc := &corev1.Service{}
+		if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-api"}, svc); err != nil {
+			return nil, err
+		}
+		out["Service"] = svc.ResourceVersion
+		var revs appsv1.ControllerRevisionList
+		if err := kc.List(ctx, &revs, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name}); err != nil {
+			return nil, err
+		}
+		for _, r := range revs.Items {
+			out["ControllerRevision/"+r.Name] = r.ResourceVersion
+		}
+		return out, nil
+	}
+	status := func() string {
+		ms := &v1.ModelServing{}
+		_ = kc.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, ms)
+		raw, _ := json.Marshal(ms.Status)
+		return string(raw)
+	}
+	before, err := versions()
+	if err != nil {
+		return err
+	}
+	statusBefore := status()
+	time.Sleep(d)
+	after, err := versions()
+	if err != nil {
+		return err
+	}
+	for k, v := range before {
+		if after[k] != v {
+			what := ""
+			if k == "ModelServing" {
+				what = "; status before " + statusBefore + " after " + status()
+			}
+			return fmt.Errorf("%s written while converged (resourceVersion %s -> %s within %s)%s", k, v, after[k], d, what)
+		}
+	}
+	if len(after) != len(before) {
+		return fmt.Errorf("children changed while converged: %d -> %d objects", len(before), len(after))
+	}
+	return nil
+}
+
+// operatorHealthy: the operator process is alive, its log has no panic, its RSS is under the
+// Deployment's memory limit.
+func operatorHealthy() error {
+	op.mu.Lock()
+	cmd := op.cmd
+	op.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return fmt.Errorf("the operator is not running")
+	}
+	if log, err := os.ReadFile(op.logPath); err == nil {
+		if i := strings.Index(string(log), "panic:"); i >= 0 {
+			return fmt.Errorf("the operator log has a panic: %.200s", string(log)[i:])
+		}
+	}
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/status")
+	if err != nil {
+		return fmt.Errorf("the operator process: %w", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.Fields(rest)[0])
+			if kb*1024 > operatorRSSLimit {
+				return fmt.Errorf("operator RSS %d MiB over its %d MiB limit", kb/1024, operatorRSSLimit>>20)
+			}
+		}
+	}
+	return nil
+}
+
+// fault records an injected fault for the summary line.
+func fault(t *testing.T, what string) {
+	t.Helper()
+	suite.mu.Lock()
+	suite.faults++
+	suite.mu.Unlock()
+	t.Logf("fault: %s", what)
+}
+
+// faultCase counts a case and waits until the serving it made is Ready, as the starting point.
+func faultCase(t *testing.T, ns string, ms *v1.ModelServing) {
+	t.Helper()
+	suite.mu.Lock()
+	suite.cases++
+	suite.mu.Unlock()
+	if err := kc.Create(context.Background(), ms); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ns, ms.Name, settle)
+}
+
+// TestZZFaultSummary prints the suite's counts (it runs after the fault cases: tests run in file
+// order, and this file sorts after faults_test.go).
+func TestZZFaultSummary(t *testing.T) {
+	suite.mu.Lock()
+	defer suite.mu.Unlock()
+	t.Logf("fault suite: %d cases, %d faults injected, %d invariants checked on %d servings, %d violations",
+		suite.cases, suite.faults, suite.checkedInvariants, suite.servings, suite.violations)
+}
