@@ -17,7 +17,8 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
@@ -95,11 +96,11 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	d := &describeData{serving: ms}
 	mine := client.MatchingLabels{v1.LabelName: ms.Name}
 	var revs appsv1.ControllerRevisionList
-	if err := o.client.List(ctx, &revs, operator.RevisionListOptions(ms.Namespace, ms.Name)...); err != nil {
+	if err := o.client.List(ctx, &revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
 		return nil, fmt.Errorf("list revisions: %w", explain(err, host))
 	}
 	d.revisions = revs.Items
-	operator.SortRevisions(d.revisions)
+	revision.Sort(d.revisions)
 	var pods corev1.PodList
 	if err := o.client.List(ctx, &pods, client.InNamespace(ms.Namespace), mine); err != nil {
 		return nil, fmt.Errorf("list pods: %w", explain(err, host))
@@ -114,7 +115,7 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	default:
 		// The LWS only sharpens "done"; describe still shows the groups from the pods.
 	}
-	d.updateRev, d.specErr = operator.UpdateRevisionName(ms)
+	d.updateRev, d.specErr = revision.UpdateName(ms)
 	d.summary = status.Summarize(status.Input{Serving: ms, LWS: lws, Pods: d.pods, UpdateRevision: d.updateRev,
 		TemplateRevision: d.updateRev, SpecError: d.specErr, Now: o.Clock.Now()})
 	var events corev1.EventList
@@ -124,7 +125,7 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	d.events = status.EventsOf(events.Items, ms.Name, ms.UID, d.pods)
 	for _, e := range events.Items {
 		// FailedCreate and the like of the serving's LWS or one of its StatefulSets.
-		if io := e.InvolvedObject; (io.Kind == "LeaderWorkerSet" || io.Kind == "StatefulSet") && operator.ServingOfWorkload(io.Kind, io.Name) == ms.Name {
+		if io := e.InvolvedObject; (io.Kind == "LeaderWorkerSet" || io.Kind == "StatefulSet") && naming.ServingOfWorkload(io.Kind, io.Name) == ms.Name {
 			d.events = append(d.events, e)
 		}
 	}
@@ -153,7 +154,7 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	fmt.Fprintf(kv, "Name:\t%s\n", ms.Name)
 	fmt.Fprintf(kv, "Namespace:\t%s\n", ms.Namespace)
 	fmt.Fprintf(kv, "Model:\t%s\n", spec.Model)
-	fmt.Fprintf(kv, "Engine:\t%s, image %s, port %d\n", orDefault(string(spec.Engine.Type), "vllm"), operator.EngineImage(spec.Engine), spec.Engine.Port)
+	fmt.Fprintf(kv, "Engine:\t%s, image %s, port %d\n", orDefault(string(spec.Engine.Type), "vllm"), naming.EngineImage(spec.Engine), spec.Engine.Port)
 	fmt.Fprintf(kv, "Groups:\t%d desired, %d exist, %d ready, %d up-to-date; %d pod(s) per group, %d nvidia.com/gpu per pod\n",
 		s.Desired, s.Replicas, s.Ready, s.Updated, max(spec.GroupSize, 1), gpus)
 	r := spec.Rollout
@@ -227,8 +228,8 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 			continue // history only: kubectl llm rollout history lists it
 		}
 		info := ""
-		if rs, err := operator.DecodeRevision(&cr); err == nil {
-			info = operator.ChangeCause(rs)
+		if rs, err := revision.Decode(&cr); err == nil {
+			info = revision.ChangeCause(rs)
 		}
 		label := fmt.Sprintf("Revision %d %s", cr.Revision, cr.Name)
 		if len(marks) > 0 {
@@ -236,8 +237,8 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 		}
 		nodes = append(nodes, revNode{cr.Name, label, info})
 	}
-	if rs, err := operator.RevisionSpecOf(ms.Spec); err == nil && !known[d.updateRev] {
-		nodes = append([]revNode{{d.updateRev, "Revision " + d.updateRev + " (update, not recorded yet)", operator.ChangeCause(rs)}}, nodes...)
+	if rs, err := revision.SpecOf(ms.Spec); err == nil && !known[d.updateRev] {
+		nodes = append([]revNode{{d.updateRev, "Revision " + d.updateRev + " (update, not recorded yet)", revision.ChangeCause(rs)}}, nodes...)
 		known[d.updateRev] = true
 	}
 	var others []string

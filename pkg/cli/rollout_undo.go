@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 )
 
 // RolloutUndoOptions write a recorded revision's spec back into the serving.
@@ -67,7 +67,7 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 		return err
 	}
 	// "" when spec.template does not decode: any recorded revision is then a way back.
-	update, _ := operator.UpdateRevisionName(ms)
+	update, _ := revision.UpdateName(ms)
 	target := o.ToRevision
 	if target == 0 {
 		for i := len(revs) - 1; i >= 0; i-- {
@@ -87,7 +87,7 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 	if cr.Name == update {
 		return o.printChanged(o.Streams.Out, ms, "%s skipped rollback (the spec already matches revision %d)\n", qualified(o.Name), target)
 	}
-	rs, err := operator.DecodeRevision(cr)
+	rs, err := revision.Decode(cr)
 	if err != nil {
 		return err
 	}

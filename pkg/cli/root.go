@@ -1,5 +1,7 @@
 // Package cli holds the kubectl llm commands: one file per command, each an Options struct with
-// Complete, Validate and Run. It may import api, status, operator and tui; nothing imports it but cmd.
+// Complete, Validate and Run. It may import api, config, naming, revision, scheme, status and
+// tui; only operator.go, the file of the `operator` command, imports pkg/operator (to run it).
+// Nothing imports it but cmd. test/layers enforces this.
 package cli
 
 import (

@@ -1,4 +1,15 @@
-package operator
+// Package revision owns the revisions of a ModelServing: the pod-affecting part of its spec
+// (Spec), its hash and name, the ControllerRevision that records it and how to read one back,
+// the history order and pruning, and the change cause `rollout history` shows. The operator
+// records revisions with it; the CLI reads them back and writes one into a spec (`rollout undo`,
+// `canary abort`). The name of the revision the operator is rolling out is the serving's
+// status.updateRevision: views read it from there and do not hash the spec themselves, so a
+// newer plugin agrees with an older operator.
+//
+// Revision hashes must never change: a changed hash rolls every serving on upgrade (a test pins
+// them). It imports only the API package and pkg/naming; never pkg/operator, pkg/status,
+// pkg/cli or pkg/tui.
+package revision
 
 import (
 	"crypto/sha256"
@@ -15,11 +26,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 )
 
-// RevisionSpec is the pod-affecting part of a ModelServing spec: what a revision records and
+// Spec is the pod-affecting part of a ModelServing spec: what a revision records and
 // what `rollout undo` writes back. Replicas, rollout settings and restart are not part of it.
-type RevisionSpec struct {
+type Spec struct {
 	Model         string                  `json:"model"`
 	Engine        v1.EngineSpec           `json:"engine"`
 	GroupSize     int32                   `json:"groupSize"`
@@ -31,30 +43,30 @@ type RevisionSpec struct {
 	Template      *corev1.PodTemplateSpec `json:"template,omitempty"`
 }
 
-// RevisionSpecOf takes the pod-affecting part of a spec. spec.template is decoded here (strictly,
+// SpecOf takes the pod-affecting part of a spec. spec.template is decoded here (strictly,
 // by v1.DecodeTemplate) and kept typed in the revision, so the recorded revisions and their hashes
 // are the same as when the API type held a typed template. The error names the field.
-func RevisionSpecOf(s v1.ModelServingSpec) (RevisionSpec, error) {
+func SpecOf(s v1.ModelServingSpec) (Spec, error) {
 	s = *s.DeepCopy()
 	tmpl, err := v1.DecodeTemplate(s.Template)
 	if err != nil {
-		return RevisionSpec{}, err
+		return Spec{}, err
 	}
-	return RevisionSpec{Model: s.Model, Engine: s.Engine, GroupSize: s.GroupSize, Resources: s.Resources,
+	return Spec{Model: s.Model, Engine: s.Engine, GroupSize: s.GroupSize, Resources: s.Resources,
 		Weights: s.Weights, Readiness: s.Readiness, RestartPolicy: s.RestartPolicy, Scheduling: s.Scheduling, Template: tmpl}, nil
 }
 
-// UpdateRevisionName is the revision name of a serving's current spec, or the decoding error.
-func UpdateRevisionName(ms *v1.ModelServing) (string, error) {
-	rs, err := RevisionSpecOf(ms.Spec)
+// UpdateName is the revision name of a serving's current spec, or the decoding error.
+func UpdateName(ms *v1.ModelServing) (string, error) {
+	rs, err := SpecOf(ms.Spec)
 	if err != nil {
 		return "", err
 	}
-	return RevisionName(ms.Name, rs), nil
+	return Name(ms.Name, rs), nil
 }
 
 // Into writes the revision back into a spec, keeping replicas, rollout and restart.
-func (r RevisionSpec) Into(s *v1.ModelServingSpec) error {
+func (r Spec) Into(s *v1.ModelServingSpec) error {
 	tmpl, err := v1.EncodeTemplate(r.Template)
 	if err != nil {
 		return err
@@ -64,60 +76,60 @@ func (r RevisionSpec) Into(s *v1.ModelServingSpec) error {
 	return nil
 }
 
-// RevisionHash is a stable hash of a revision spec.
-func RevisionHash(r RevisionSpec) string {
+// Hash is a stable hash of a revision spec.
+func Hash(r Spec) string {
 	raw, _ := json.Marshal(r) // plain data: cannot fail
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])[:10]
 }
 
-// RevisionName is the ControllerRevision name of a revision: <serving>-<hash>.
-func RevisionName(serving string, r RevisionSpec) string {
-	return serving + "-" + RevisionHash(r)
+// Name is the ControllerRevision name of a revision: <serving>-<hash>.
+func Name(serving string, r Spec) string {
+	return serving + "-" + Hash(r)
 }
 
-// LabelRevisionHash marks a ControllerRevision with its hash.
-const LabelRevisionHash = "serving.kubectl-llm.dev/revision-hash"
+// LabelHash marks a ControllerRevision with its hash.
+const LabelHash = "serving.kubectl-llm.dev/revision-hash"
 
-// RevisionListOptions select the ControllerRevisions of a serving. The StatefulSets LWS makes
+// ListOptions select the ControllerRevisions of a serving. The StatefulSets LWS makes
 // record revisions of their own that carry the pod template's labels (ours included); only ours
-// carry LabelRevisionHash.
-func RevisionListOptions(namespace, serving string) []client.ListOption {
-	return []client.ListOption{client.InNamespace(namespace), client.MatchingLabels{v1.LabelName: serving}, client.HasLabels{LabelRevisionHash}}
+// carry LabelHash.
+func ListOptions(namespace, serving string) []client.ListOption {
+	return []client.ListOption{client.InNamespace(namespace), client.MatchingLabels{v1.LabelName: serving}, client.HasLabels{LabelHash}}
 }
 
 // NewControllerRevision builds the ControllerRevision object that records a revision.
-func NewControllerRevision(ms *v1.ModelServing, r RevisionSpec, number int64) (*appsv1.ControllerRevision, error) {
+func NewControllerRevision(ms *v1.ModelServing, r Spec, number int64) (*appsv1.ControllerRevision, error) {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
-	hash := RevisionHash(r)
+	hash := Hash(r)
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      ms.Name + "-" + hash,
 			Namespace: ms.Namespace,
 			Labels: map[string]string{
-				v1.LabelName: ms.Name, LabelRevisionHash: hash, v1.LabelManagedBy: v1.ManagedByValue,
+				v1.LabelName: ms.Name, LabelHash: hash, v1.LabelManagedBy: v1.ManagedByValue,
 			},
-			OwnerReferences: []metav1.OwnerReference{ownerRef(ms)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ms, v1.GroupVersion.WithKind("ModelServing"))},
 		},
 		Data:     runtime.RawExtension{Raw: raw},
 		Revision: number,
 	}, nil
 }
 
-// DecodeRevision reads the spec a ControllerRevision recorded.
-func DecodeRevision(cr *appsv1.ControllerRevision) (RevisionSpec, error) {
-	var r RevisionSpec
+// Decode reads the spec a ControllerRevision recorded.
+func Decode(cr *appsv1.ControllerRevision) (Spec, error) {
+	var r Spec
 	if err := json.Unmarshal(cr.Data.Raw, &r); err != nil {
 		return r, fmt.Errorf("decode revision %s: %w", cr.Name, err)
 	}
 	return r, nil
 }
 
-// SortRevisions orders revisions oldest first.
-func SortRevisions(revs []appsv1.ControllerRevision) {
+// Sort orders revisions oldest first.
+func Sort(revs []appsv1.ControllerRevision) {
 	sort.SliceStable(revs, func(i, j int) bool {
 		if revs[i].Revision != revs[j].Revision {
 			return revs[i].Revision < revs[j].Revision
@@ -126,10 +138,10 @@ func SortRevisions(revs []appsv1.ControllerRevision) {
 	})
 }
 
-// RevisionsToPrune are the oldest revisions beyond the history limit, never one still in use.
-func RevisionsToPrune(revs []appsv1.ControllerRevision, limit int, inUse ...string) []appsv1.ControllerRevision {
+// ToPrune are the oldest revisions beyond the history limit, never one still in use.
+func ToPrune(revs []appsv1.ControllerRevision, limit int, inUse ...string) []appsv1.ControllerRevision {
 	sorted := append([]appsv1.ControllerRevision(nil), revs...)
-	SortRevisions(sorted)
+	Sort(sorted)
 	used := map[string]bool{}
 	for _, n := range inUse {
 		used[n] = true
@@ -149,8 +161,8 @@ func RevisionsToPrune(revs []appsv1.ControllerRevision, limit int, inUse ...stri
 	return out
 }
 
-// NextRevisionNumber is one more than the highest revision number.
-func NextRevisionNumber(revs []appsv1.ControllerRevision) int64 {
+// NextNumber is one more than the highest revision number.
+func NextNumber(revs []appsv1.ControllerRevision) int64 {
 	var n int64
 	for _, r := range revs {
 		n = max(n, r.Revision)
@@ -159,6 +171,6 @@ func NextRevisionNumber(revs []appsv1.ControllerRevision) int64 {
 }
 
 // ChangeCause returns a short description of a revision for `rollout history`.
-func ChangeCause(r RevisionSpec) string {
-	return "image=" + EngineImage(r.Engine) + " model=" + r.Model + " groupSize=" + strconv.Itoa(int(r.GroupSize))
+func ChangeCause(r Spec) string {
+	return "image=" + naming.EngineImage(r.Engine) + " model=" + r.Model + " groupSize=" + strconv.Itoa(int(r.GroupSize))
 }
