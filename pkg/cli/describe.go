@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -71,6 +72,7 @@ type describeData struct {
 	serving   *v1.ModelServing
 	revisions []appsv1.ControllerRevision
 	summary   status.Summary
+	// updateRev is the revision the operator rolls out, from its status ("" until it reports one).
 	updateRev string
 	// specErr is why spec.template does not decode (the operator reports it as InvalidSpec).
 	specErr error
@@ -115,7 +117,10 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	default:
 		// The LWS only sharpens "done"; describe still shows the groups from the pods.
 	}
-	d.updateRev, d.specErr = revision.UpdateName(ms)
+	// The operator's update revision, not one hashed here: another version of the operator may
+	// name revisions otherwise, and the pods carry the operator's names.
+	d.updateRev = ms.Status.UpdateRevision
+	_, d.specErr = revision.SpecOf(ms.Spec)
 	d.summary = status.Summarize(status.Input{Serving: ms, LWS: lws, Pods: d.pods, UpdateRevision: d.updateRev,
 		TemplateRevision: d.updateRev, SpecError: d.specErr, Now: o.Clock.Now()})
 	var events corev1.EventList
@@ -160,7 +165,7 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	r := spec.Rollout
 	fmt.Fprintf(kv, "Rollout:\t%s, maxSurge %s, maxUnavailable %s, partition %d%s\n", orDefault(string(r.Strategy), "RollingUpdate"),
 		intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptrOr(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])
-	fmt.Fprintf(kv, "Revisions:\tcurrent %s, update %s\n", orDash(ms.Status.CurrentRevision), orDash(d.updateRev))
+	fmt.Fprintf(kv, "Revisions:\tcurrent %s, update %s%s\n", orDash(ms.Status.CurrentRevision), orDash(d.updateRev), staleNote(ms))
 	if d.specErr != nil {
 		fmt.Fprintf(kv, "Invalid spec:\t%v\n", d.specErr)
 	}
@@ -211,6 +216,7 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 	}
 	type revNode struct {
 		name, label, info string
+		specOnly          bool // the spec, not a revision: no group can be of it yet
 	}
 	var nodes []revNode
 	known := map[string]bool{}
@@ -235,11 +241,20 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 		if len(marks) > 0 {
 			label += " (" + strings.Join(marks, ", ") + ")"
 		}
-		nodes = append(nodes, revNode{cr.Name, label, info})
+		nodes = append(nodes, revNode{name: cr.Name, label: label, info: info})
 	}
-	if rs, err := revision.SpecOf(ms.Spec); err == nil && !known[d.updateRev] {
-		nodes = append([]revNode{{d.updateRev, "Revision " + d.updateRev + " (update, not recorded yet)", revision.ChangeCause(rs)}}, nodes...)
-		known[d.updateRev] = true
+	// The spec as it is now, when no recorded revision has it (compared by content: naming the
+	// revision is the operator's job): the operator has not recorded it yet, or is not running.
+	isSpec := specMatcher(ms)
+	if rs, err := revision.SpecOf(ms.Spec); err == nil && !slices.ContainsFunc(d.revisions, func(cr appsv1.ControllerRevision) bool { return isSpec(&cr) }) {
+		name, label := "", fmt.Sprintf("Spec of generation %d (not recorded yet)", ms.Generation)
+		if d.updateRev != "" && !known[d.updateRev] && ms.Status.ObservedGeneration >= ms.Generation {
+			name, label = d.updateRev, "Revision "+d.updateRev+" (update, not recorded yet)"
+		}
+		nodes = append([]revNode{{name: name, label: label, info: revision.ChangeCause(rs), specOnly: name == ""}}, nodes...)
+		if name != "" {
+			known[name] = true
+		}
 	}
 	var others []string
 	for rev := range byRev {
@@ -253,12 +268,15 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 		if rev == "" {
 			label = "No pods yet"
 		}
-		nodes = append(nodes, revNode{rev, label, ""})
+		nodes = append(nodes, revNode{name: rev, label: label})
 	}
 	for i, n := range nodes {
 		lastRev := i == len(nodes)-1
 		rows = append(rows, []string{branch("", lastRev) + n.label, "", n.info})
 		groups := byRev[n.name]
+		if n.specOnly {
+			groups = nil
+		}
 		for j, g := range groups {
 			gp := indent("", lastRev)
 			lastGroup := j == len(groups)-1
@@ -333,4 +351,13 @@ func intstrOr(v *intstr.IntOrString, def string) string {
 		return def
 	}
 	return v.String()
+}
+
+// staleNote says when the status describes an older generation than the spec: the update
+// revision shown is then the one before the latest edit.
+func staleNote(ms *v1.ModelServing) string {
+	if ms.Status.UpdateRevision == "" || ms.Status.ObservedGeneration >= ms.Generation {
+		return ""
+	}
+	return fmt.Sprintf(" (of generation %d; generation %d not observed yet)", ms.Status.ObservedGeneration, ms.Generation)
 }

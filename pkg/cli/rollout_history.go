@@ -104,7 +104,8 @@ func (o *RolloutHistoryOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.Streams.Out, "No revisions recorded yet (the operator records one per distinct pod-affecting spec).")
 		return nil
 	}
-	update, _ := revision.UpdateName(ms) // "": the spec does not decode, no revision is the update
+	// The operator's word, not a hash of the spec made here (another version may hash otherwise).
+	update := ms.Status.UpdateRevision
 	rows := [][]string{{"REVISION", "NAME", "STATUS", "CHANGE-CAUSE"}}
 	for _, cr := range revs {
 		var marks []string

@@ -12,6 +12,7 @@
 package revision
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -63,6 +64,15 @@ func UpdateName(ms *v1.ModelServing) (string, error) {
 		return "", err
 	}
 	return Name(ms.Name, rs), nil
+}
+
+// Same reports whether two revision specs are one revision: equal in the encoding the hash is
+// taken over. The CLI compares revisions by content with it rather than by a name it would hash
+// itself: only the operator names revisions, and another version of it may hash differently.
+func Same(a, b Spec) bool {
+	ra, _ := json.Marshal(a) // plain data: cannot fail
+	rb, _ := json.Marshal(b)
+	return bytes.Equal(ra, rb)
 }
 
 // Into writes the revision back into a spec, keeping replicas, rollout and restart.

@@ -97,3 +97,37 @@ func TestTheLongestServingNameMakesAValidRevisionLabel(t *testing.T) {
 		t.Errorf("revision label %s: %v", name, errs)
 	}
 }
+
+// Same compares by content what Name compares by hash, so the CLI's comparisons (rollout undo,
+// canary) decide as before without naming a revision.
+func TestSameIsTheRevisionNameComparison(t *testing.T) {
+	base := fixtures.Serving("qwen", "ns").GPUs(2).Obj()
+	img := base.DeepCopy()
+	img.Spec.Engine.Image = "vllm/vllm-openai:v0.12.0"
+	scaled := base.DeepCopy()
+	scaled.Spec.Replicas = ptr.To[int32](8)
+	tmpl := base.DeepCopy()
+	tmpl.Spec.Template = fixtures.RawTemplate(`{"spec":{"nodeSelector":{"pool":"h100"}}}`)
+	specs := []*v1.ModelServing{base, img, scaled, tmpl}
+	for _, a := range specs {
+		for _, b := range specs {
+			ra, rb := fixtures.RevisionSpec(t, a.Spec), fixtures.RevisionSpec(t, b.Spec)
+			if same, byName := revision.Same(ra, rb), revision.Name("qwen", ra) == revision.Name("qwen", rb); same != byName {
+				t.Errorf("Same = %v, names equal = %v for %+v and %+v", same, byName, ra, rb)
+			}
+		}
+	}
+	// A revision read back from its ControllerRevision is the same as the spec it recorded.
+	rs := fixtures.RevisionSpec(t, tmpl.Spec)
+	cr, err := revision.NewControllerRevision(tmpl, rs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := revision.Decode(cr)
+	if err != nil || !revision.Same(back, rs) {
+		t.Errorf("decoded revision not the same: %v", err)
+	}
+	if revision.Same(back, fixtures.RevisionSpec(t, img.Spec)) {
+		t.Error("a revision is the same as a spec with another image")
+	}
+}

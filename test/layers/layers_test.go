@@ -1,10 +1,12 @@
 // Package layers holds the test that keeps the import graph the way the design draws it:
 // api ← naming/revision/scheme ← status ← operator, and status ← tui ← cli ← cmd, with no view
-// importing the operator (pkg/cli only in the file of the `operator` command).
+// importing the operator (pkg/cli only in the file of the `operator` command); and that the
+// views never name a revision themselves (they read status.updateRevision).
 package layers
 
 import (
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -136,5 +138,74 @@ func TestViolationsCatchesAViewImportingTheOperator(t *testing.T) {
 		if got := len(violations(tc.file, tc.imports)) > 0; got != tc.bad {
 			t.Errorf("%s importing %v: violation %v, want %v", tc.file, tc.imports, got, tc.bad)
 		}
+	}
+}
+
+// Views read the update revision from the serving's status and never name a revision
+// themselves: a plugin newer than the operator would hash the spec otherwise and show an
+// "update revision" that does not exist. These are the functions that name one.
+var namingRevisions = []string{"Name", "UpdateName", "Hash"}
+
+func TestViewsDoNotNameRevisions(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, dir := range []string{"pkg/cli", "pkg/tui"} {
+		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v)", dir, err)
+		}
+		for _, p := range files {
+			if strings.HasSuffix(p, "_test.go") {
+				continue // tests seed revisions as the operator would
+			}
+			f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, call := range revisionCalls(f) {
+				if slices.Contains(namingRevisions, call) {
+					t.Errorf("%s calls revision.%s: read status.updateRevision, or compare specs with revision.Same", filepath.ToSlash(p), call)
+				}
+			}
+		}
+	}
+}
+
+// revisionCalls are the names used from pkg/revision in a file, under whatever name it is imported.
+func revisionCalls(f *ast.File) []string {
+	local := ""
+	for _, imp := range f.Imports {
+		if ip, _ := strconv.Unquote(imp.Path.Value); ip == module+"pkg/revision" {
+			local = "revision"
+			if imp.Name != nil {
+				local = imp.Name.Name
+			}
+		}
+	}
+	var out []string
+	if local == "" {
+		return nil
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == local {
+				out = append(out, sel.Sel.Name)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func TestRevisionCallsFindsAnAliasedImport(t *testing.T) {
+	src := `package x
+import rv "` + module + `pkg/revision"
+var _ = rv.UpdateName
+`
+	f, err := parser.ParseFile(token.NewFileSet(), "x.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := revisionCalls(f); !slices.Equal(got, []string{"UpdateName"}) {
+		t.Errorf("revisionCalls = %v, want [UpdateName]", got)
 	}
 }
