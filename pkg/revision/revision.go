@@ -57,15 +57,6 @@ func SpecOf(s v1.ModelServingSpec) (Spec, error) {
 		Weights: s.Weights, Readiness: s.Readiness, RestartPolicy: s.RestartPolicy, Scheduling: s.Scheduling, Template: tmpl}, nil
 }
 
-// UpdateName is the revision name of a serving's current spec, or the decoding error.
-func UpdateName(ms *v1.ModelServing) (string, error) {
-	rs, err := SpecOf(ms.Spec)
-	if err != nil {
-		return "", err
-	}
-	return Name(ms.Name, rs), nil
-}
-
 // Same reports whether two revision specs are one revision: equal in the encoding the hash is
 // taken over. The CLI compares revisions by content with it rather than by a name it would hash
 // itself: only the operator names revisions, and another version of it may hash differently.
