@@ -248,7 +248,7 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 	isSpec := specMatcher(ms)
 	if rs, err := revision.SpecOf(ms.Spec); err == nil && !slices.ContainsFunc(d.revisions, func(cr appsv1.ControllerRevision) bool { return isSpec(&cr) }) {
 		name, label := "", fmt.Sprintf("Spec of generation %d (not recorded yet)", ms.Generation)
-		if d.updateRev != "" && !known[d.updateRev] && ms.Status.ObservedGeneration >= ms.Generation {
+		if d.updateRev != "" && !known[d.updateRev] && statusIsOfSpec(ms) {
 			name, label = d.updateRev, "Revision "+d.updateRev+" (update, not recorded yet)"
 		}
 		nodes = append([]revNode{{name: name, label: label, info: revision.ChangeCause(rs), specOnly: name == ""}}, nodes...)
@@ -351,13 +351,4 @@ func intstrOr(v *intstr.IntOrString, def string) string {
 		return def
 	}
 	return v.String()
-}
-
-// staleNote says when the status describes an older generation than the spec: the update
-// revision shown is then the one before the latest edit.
-func staleNote(ms *v1.ModelServing) string {
-	if ms.Status.UpdateRevision == "" || ms.Status.ObservedGeneration >= ms.Generation {
-		return ""
-	}
-	return fmt.Sprintf(" (of generation %d; generation %d not observed yet)", ms.Status.ObservedGeneration, ms.Generation)
 }

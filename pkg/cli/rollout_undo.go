@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -98,19 +97,4 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return o.printChanged(o.Streams.Out, ms, "%s rolled back to revision %d (%s)\n", qualified(o.Name), target, cr.Name)
-}
-
-// specMatcher tells whether a recorded revision is the serving's spec as it is now, by content.
-// Not by name: a name hashed here could differ from the operator's (another version of it), and
-// status.updateRevision lags an edit made just before. A spec whose template does not decode
-// matches no revision, so any recorded revision is then a way back.
-func specMatcher(ms *v1.ModelServing) func(*appsv1.ControllerRevision) bool {
-	now, err := revision.SpecOf(ms.Spec)
-	return func(cr *appsv1.ControllerRevision) bool {
-		if err != nil {
-			return false
-		}
-		rs, derr := revision.Decode(cr)
-		return derr == nil && revision.Same(rs, now)
-	}
 }
