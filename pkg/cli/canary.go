@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 )
 
 // CanaryOptions start a canary: a new image or model on the K highest groups, through the partition.
@@ -87,7 +87,7 @@ func (o *CanaryOptions) Run(ctx context.Context) error {
 		if o.Groups > replicas {
 			return fmt.Errorf("--groups %d is more than the %d group(s) of serving %q", o.Groups, replicas, o.Name)
 		}
-		before, err := operator.UpdateRevisionName(ms)
+		before, err := revision.SpecOf(ms.Spec)
 		if err != nil {
 			return fmt.Errorf("serving %q has a spec the operator cannot serve (%w): fix it before a canary", o.Name, err)
 		}
@@ -97,7 +97,7 @@ func (o *CanaryOptions) Run(ctx context.Context) error {
 		if o.Model != "" {
 			ms.Spec.Model = o.Model
 		}
-		if after, _ := operator.UpdateRevisionName(ms); after == before {
+		if after, err := revision.SpecOf(ms.Spec); err == nil && revision.Same(after, before) {
 			return fmt.Errorf("serving %q already runs %s: nothing to canary", o.Name, o.change())
 		}
 		partition = replicas - o.Groups
@@ -187,7 +187,7 @@ func (o *CanaryDecisionOptions) Validate() error { return o.validateOutput() }
 // Run patches the partition (and, for abort, the spec) in one patch.
 func (o *CanaryDecisionOptions) Run(ctx context.Context) error {
 	host := o.host()
-	var current *operator.RevisionSpec
+	var current *revision.Spec
 	var currentName string
 	if !o.Promote {
 		ms, err := getServing(ctx, o.client, o.namespace, o.Name, host)
@@ -205,7 +205,7 @@ func (o *CanaryDecisionOptions) Run(ctx context.Context) error {
 			}
 			return explain(err, host)
 		}
-		rs, err := operator.DecodeRevision(cr)
+		rs, err := revision.Decode(cr)
 		if err != nil {
 			return err
 		}
@@ -218,7 +218,7 @@ func (o *CanaryDecisionOptions) Run(ctx context.Context) error {
 				return fmt.Errorf("serving %q has no canary to promote: spec.rollout.partition is already 0", o.Name)
 			}
 		} else {
-			if update, _ := operator.UpdateRevisionName(ms); partition == 0 && update == currentName {
+			if now, err := revision.SpecOf(ms.Spec); partition == 0 && err == nil && revision.Same(now, *current) {
 				return fmt.Errorf("serving %q has no canary to abort: the spec is the current revision %s and the partition is 0", o.Name, currentName)
 			}
 			if err := current.Into(&ms.Spec); err != nil {

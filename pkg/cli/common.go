@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/scheme"
 )
 
 // Exit codes besides 0 (ok) and 1 (error).
@@ -68,7 +68,7 @@ func (o *RootOptions) clientAndNamespace() (client.WithWatch, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("no cluster configured: %w (set --kubeconfig, KUBECONFIG or --server)", err)
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: operator.Scheme()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, "", explain(err, cfg.Host)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,7 +18,8 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
@@ -70,6 +72,7 @@ type describeData struct {
 	serving   *v1.ModelServing
 	revisions []appsv1.ControllerRevision
 	summary   status.Summary
+	// updateRev is the revision the operator rolls out, from its status ("" until it reports one).
 	updateRev string
 	// specErr is why spec.template does not decode (the operator reports it as InvalidSpec).
 	specErr error
@@ -95,11 +98,11 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	d := &describeData{serving: ms}
 	mine := client.MatchingLabels{v1.LabelName: ms.Name}
 	var revs appsv1.ControllerRevisionList
-	if err := o.client.List(ctx, &revs, operator.RevisionListOptions(ms.Namespace, ms.Name)...); err != nil {
+	if err := o.client.List(ctx, &revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
 		return nil, fmt.Errorf("list revisions: %w", explain(err, host))
 	}
 	d.revisions = revs.Items
-	operator.SortRevisions(d.revisions)
+	revision.Sort(d.revisions)
 	var pods corev1.PodList
 	if err := o.client.List(ctx, &pods, client.InNamespace(ms.Namespace), mine); err != nil {
 		return nil, fmt.Errorf("list pods: %w", explain(err, host))
@@ -114,7 +117,10 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	default:
 		// The LWS only sharpens "done"; describe still shows the groups from the pods.
 	}
-	d.updateRev, d.specErr = operator.UpdateRevisionName(ms)
+	// The operator's update revision, not one hashed here: another version of the operator may
+	// name revisions otherwise, and the pods carry the operator's names.
+	d.updateRev = ms.Status.UpdateRevision
+	_, d.specErr = revision.SpecOf(ms.Spec)
 	d.summary = status.Summarize(status.Input{Serving: ms, LWS: lws, Pods: d.pods, UpdateRevision: d.updateRev,
 		TemplateRevision: d.updateRev, SpecError: d.specErr, Now: o.Clock.Now()})
 	var events corev1.EventList
@@ -124,7 +130,7 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	d.events = status.EventsOf(events.Items, ms.Name, ms.UID, d.pods)
 	for _, e := range events.Items {
 		// FailedCreate and the like of the serving's LWS or one of its StatefulSets.
-		if io := e.InvolvedObject; (io.Kind == "LeaderWorkerSet" || io.Kind == "StatefulSet") && operator.ServingOfWorkload(io.Kind, io.Name) == ms.Name {
+		if io := e.InvolvedObject; (io.Kind == "LeaderWorkerSet" || io.Kind == "StatefulSet") && naming.ServingOfWorkload(io.Kind, io.Name) == ms.Name {
 			d.events = append(d.events, e)
 		}
 	}
@@ -153,13 +159,13 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	fmt.Fprintf(kv, "Name:\t%s\n", ms.Name)
 	fmt.Fprintf(kv, "Namespace:\t%s\n", ms.Namespace)
 	fmt.Fprintf(kv, "Model:\t%s\n", spec.Model)
-	fmt.Fprintf(kv, "Engine:\t%s, image %s, port %d\n", orDefault(string(spec.Engine.Type), "vllm"), operator.EngineImage(spec.Engine), spec.Engine.Port)
+	fmt.Fprintf(kv, "Engine:\t%s, image %s, port %d\n", orDefault(string(spec.Engine.Type), "vllm"), naming.EngineImage(spec.Engine), spec.Engine.Port)
 	fmt.Fprintf(kv, "Groups:\t%d desired, %d exist, %d ready, %d up-to-date; %d pod(s) per group, %d nvidia.com/gpu per pod\n",
 		s.Desired, s.Replicas, s.Ready, s.Updated, max(spec.GroupSize, 1), gpus)
 	r := spec.Rollout
 	fmt.Fprintf(kv, "Rollout:\t%s, maxSurge %s, maxUnavailable %s, partition %d%s\n", orDefault(string(r.Strategy), "RollingUpdate"),
 		intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptrOr(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])
-	fmt.Fprintf(kv, "Revisions:\tcurrent %s, update %s\n", orDash(ms.Status.CurrentRevision), orDash(d.updateRev))
+	fmt.Fprintf(kv, "Revisions:\tcurrent %s, update %s%s\n", orDash(ms.Status.CurrentRevision), orDash(d.updateRev), staleNote(ms))
 	if d.specErr != nil {
 		fmt.Fprintf(kv, "Invalid spec:\t%v\n", d.specErr)
 	}
@@ -210,6 +216,7 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 	}
 	type revNode struct {
 		name, label, info string
+		specOnly          bool // the spec, not a revision: no group can be of it yet
 	}
 	var nodes []revNode
 	known := map[string]bool{}
@@ -227,18 +234,27 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 			continue // history only: kubectl llm rollout history lists it
 		}
 		info := ""
-		if rs, err := operator.DecodeRevision(&cr); err == nil {
-			info = operator.ChangeCause(rs)
+		if rs, err := revision.Decode(&cr); err == nil {
+			info = revision.ChangeCause(rs)
 		}
 		label := fmt.Sprintf("Revision %d %s", cr.Revision, cr.Name)
 		if len(marks) > 0 {
 			label += " (" + strings.Join(marks, ", ") + ")"
 		}
-		nodes = append(nodes, revNode{cr.Name, label, info})
+		nodes = append(nodes, revNode{name: cr.Name, label: label, info: info})
 	}
-	if rs, err := operator.RevisionSpecOf(ms.Spec); err == nil && !known[d.updateRev] {
-		nodes = append([]revNode{{d.updateRev, "Revision " + d.updateRev + " (update, not recorded yet)", operator.ChangeCause(rs)}}, nodes...)
-		known[d.updateRev] = true
+	// The spec as it is now, when no recorded revision has it (compared by content: naming the
+	// revision is the operator's job): the operator has not recorded it yet, or is not running.
+	isSpec := specMatcher(ms)
+	if rs, err := revision.SpecOf(ms.Spec); err == nil && !slices.ContainsFunc(d.revisions, func(cr appsv1.ControllerRevision) bool { return isSpec(&cr) }) {
+		name, label := "", fmt.Sprintf("Spec of generation %d (not recorded yet)", ms.Generation)
+		if d.updateRev != "" && !known[d.updateRev] && statusIsOfSpec(ms) {
+			name, label = d.updateRev, "Revision "+d.updateRev+" (update, not recorded yet)"
+		}
+		nodes = append([]revNode{{name: name, label: label, info: revision.ChangeCause(rs), specOnly: name == ""}}, nodes...)
+		if name != "" {
+			known[name] = true
+		}
 	}
 	var others []string
 	for rev := range byRev {
@@ -252,12 +268,15 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 		if rev == "" {
 			label = "No pods yet"
 		}
-		nodes = append(nodes, revNode{rev, label, ""})
+		nodes = append(nodes, revNode{name: rev, label: label})
 	}
 	for i, n := range nodes {
 		lastRev := i == len(nodes)-1
 		rows = append(rows, []string{branch("", lastRev) + n.label, "", n.info})
 		groups := byRev[n.name]
+		if n.specOnly {
+			groups = nil
+		}
 		for j, g := range groups {
 			gp := indent("", lastRev)
 			lastGroup := j == len(groups)-1

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-llm/kubectl-llm/pkg/cli"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/scheme"
 	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
@@ -130,7 +130,7 @@ func TestNoClusterReachable(t *testing.T) {
 // TestCRDNotInstalled uses a client whose API discovery knows no ModelServing, as in a cluster
 // where kubectl llm install never ran.
 func TestCRDNotInstalled(t *testing.T) {
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: operator.Scheme(), Mapper: meta.NewDefaultRESTMapper(nil)})
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New(), Mapper: meta.NewDefaultRESTMapper(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 )
 
 // RolloutHistoryOptions list the recorded revisions of a serving.
@@ -87,7 +87,7 @@ func (o *RolloutHistoryOptions) Run(ctx context.Context) error {
 	}
 	if o.Revision > 0 {
 		cr := &revs[0]
-		rs, err := operator.DecodeRevision(cr)
+		rs, err := revision.Decode(cr)
 		if err != nil {
 			return err
 		}
@@ -104,7 +104,8 @@ func (o *RolloutHistoryOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.Streams.Out, "No revisions recorded yet (the operator records one per distinct pod-affecting spec).")
 		return nil
 	}
-	update, _ := operator.UpdateRevisionName(ms) // "": the spec does not decode, no revision is the update
+	// The operator's word, not a hash of the spec made here (another version may hash otherwise).
+	update := ms.Status.UpdateRevision
 	rows := [][]string{{"REVISION", "NAME", "STATUS", "CHANGE-CAUSE"}}
 	for _, cr := range revs {
 		var marks []string
@@ -115,8 +116,8 @@ func (o *RolloutHistoryOptions) Run(ctx context.Context) error {
 			marks = append(marks, "update")
 		}
 		cause := "<unreadable>"
-		if rs, err := operator.DecodeRevision(&cr); err == nil {
-			cause = operator.ChangeCause(rs)
+		if rs, err := revision.Decode(&cr); err == nil {
+			cause = revision.ChangeCause(rs)
 		}
 		rows = append(rows, []string{fmt.Sprint(cr.Revision), cr.Name, orDash(strings.Join(marks, ",")), cause})
 	}
@@ -131,11 +132,11 @@ func servingRevisions(ctx context.Context, c client.Client, ns, name, host strin
 		return nil, nil, err
 	}
 	var list appsv1.ControllerRevisionList
-	if err := c.List(ctx, &list, operator.RevisionListOptions(ns, name)...); err != nil {
+	if err := c.List(ctx, &list, revision.ListOptions(ns, name)...); err != nil {
 		return nil, nil, fmt.Errorf("list revisions: %w", explain(err, host))
 	}
 	revs := list.Items
-	operator.SortRevisions(revs)
+	revision.Sort(revs)
 	return ms, revs, nil
 }
 

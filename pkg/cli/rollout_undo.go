@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 )
 
 // RolloutUndoOptions write a recorded revision's spec back into the serving.
@@ -66,12 +66,11 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// "" when spec.template does not decode: any recorded revision is then a way back.
-	update, _ := operator.UpdateRevisionName(ms)
+	isSpec := specMatcher(ms)
 	target := o.ToRevision
 	if target == 0 {
 		for i := len(revs) - 1; i >= 0; i-- {
-			if revs[i].Name != update {
+			if !isSpec(&revs[i]) {
 				target = revs[i].Revision
 				break
 			}
@@ -84,10 +83,10 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if cr.Name == update {
+	if isSpec(cr) {
 		return o.printChanged(o.Streams.Out, ms, "%s skipped rollback (the spec already matches revision %d)\n", qualified(o.Name), target)
 	}
-	rs, err := operator.DecodeRevision(cr)
+	rs, err := revision.Decode(cr)
 	if err != nil {
 		return err
 	}

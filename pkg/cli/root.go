@@ -1,5 +1,9 @@
 // Package cli holds the kubectl llm commands: one file per command, each an Options struct with
-// Complete, Validate and Run. It may import api, status, operator and tui; nothing imports it but cmd.
+// Complete, Validate and Run. It may import api, config, naming, revision, scheme, status and
+// tui; only operator.go, the file of the `operator` command, imports pkg/operator (to run it).
+// The update revision it shows is the serving's status.updateRevision, never a name it hashes;
+// it compares revisions by content (revision.Same). Nothing imports it but cmd. test/layers
+// enforces this.
 package cli
 
 import (

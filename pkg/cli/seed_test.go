@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
 )
 
@@ -50,11 +50,11 @@ func writeStatus(t *testing.T, ms *v1.ModelServing, st v1.ModelServingStatus) {
 // recordRevision creates the ControllerRevision the operator would record for a spec.
 func recordRevision(t *testing.T, ms *v1.ModelServing, spec v1.ModelServingSpec, number int64) string {
 	t.Helper()
-	rs, err := operator.RevisionSpecOf(spec)
+	rs, err := revision.SpecOf(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr, err := operator.NewControllerRevision(ms, rs, number)
+	cr, err := revision.NewControllerRevision(ms, rs, number)
 	if err != nil {
 		t.Fatal(err)
 	}

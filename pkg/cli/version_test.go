@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kubectl-llm/kubectl-llm/pkg/cli"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/scheme"
 )
 
 func TestVersionShowsTheAPIsOfTheCluster(t *testing.T) {
@@ -33,7 +33,7 @@ func TestVersionShowsTheAPIsOfTheCluster(t *testing.T) {
 // TestDeployWarnsWhenLWSIsMissing hides the LeaderWorkerSet CRD from the plugin's client.
 func TestDeployWarnsWhenLWSIsMissing(t *testing.T) {
 	ns := namespace(t, "deploy-no-lws")
-	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: operator.Scheme()})
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

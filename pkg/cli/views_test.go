@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
 )
 
@@ -22,10 +22,10 @@ func seedGetServings(t *testing.T, ns string) time.Time {
 	now := clockAfter(t, ready, rolling, fresh)
 	at := now.Add(-10 * time.Minute)
 	writeStatus(t, ready, v1.ModelServingStatus{Phase: v1.PhaseReady, Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, ReadyGroups: "2/2",
-		UpdateRevision: "qwen-5f8c7d9b1a", CurrentRevision: "qwen-5f8c7d9b1a", Endpoint: operator.Endpoint(ready),
+		UpdateRevision: "qwen-5f8c7d9b1a", CurrentRevision: "qwen-5f8c7d9b1a", Endpoint: naming.Endpoint(ready),
 		Conditions: conditions(at, [3]string{"True", v1.ReasonGroupsAvailable, ""}, [3]string{"True", v1.ReasonRolloutComplete, ""}, [3]string{"False", v1.ReasonAsExpected, ""})})
 	writeStatus(t, rolling, v1.ModelServingStatus{Phase: v1.PhaseProgressing, Replicas: 4, ReadyReplicas: 3, UpdatedReplicas: 1, ReadyGroups: "3/4",
-		UpdateRevision: "llama-0a1b2c3d4e", CurrentRevision: "llama-9f8e7d6c5b", Endpoint: operator.Endpoint(rolling),
+		UpdateRevision: "llama-0a1b2c3d4e", CurrentRevision: "llama-9f8e7d6c5b", Endpoint: naming.Endpoint(rolling),
 		Conditions: conditions(at, [3]string{"True", v1.ReasonGroupsAvailable, ""}, [3]string{"True", v1.ReasonRollingOut, ""}, [3]string{"False", v1.ReasonAsExpected, ""})})
 	return now
 }
@@ -97,7 +97,7 @@ func TestDescribeGolden(t *testing.T) {
 	at := now.Add(-12 * time.Minute)
 	writeStatus(t, ms, v1.ModelServingStatus{
 		Phase: v1.PhaseDegraded, Replicas: 4, ReadyReplicas: 0, UpdatedReplicas: 1, ReadyGroups: "0/3",
-		CurrentRevision: r1, UpdateRevision: r2, Endpoint: operator.Endpoint(ms),
+		CurrentRevision: r1, UpdateRevision: r2, Endpoint: naming.Endpoint(ms),
 		Conditions: conditions(at,
 			[3]string{"False", v1.ReasonGroupsUnavailable, "0 of 3 groups ready, fewer than the 3 required"},
 			[3]string{"True", v1.ReasonRollingOut, "1 of 3 groups updated, 0 of 3 ready, 1 surge group(s)"},

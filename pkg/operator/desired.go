@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,30 +15,20 @@ import (
 	lwsac "sigs.k8s.io/lws/client-go/applyconfiguration/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 )
 
 // AnnotationAppliedHash on a child records the hash of the intent last applied to it, so an
 // unchanged intent is not written again.
 const AnnotationAppliedHash = "serving.kubectl-llm.dev/applied-hash"
 
-// ServiceName is the name of the Service in front of a serving's leaders. (The LeaderWorkerSet
-// takes the serving's own name for its headless Service.)
-func ServiceName(serving string) string { return serving + "-api" }
-
-// Endpoint is the in-cluster address of a serving.
-func Endpoint(ms *v1.ModelServing) string {
-	return fmt.Sprintf("%s.%s.svc:%d", ServiceName(ms.Name), ms.Namespace, ms.Spec.Engine.Port)
-}
-
-// PodSelector selects every pod of a serving.
-func PodSelector(serving string) string { return v1.LabelName + "=" + serving }
-
 // LWSInput is what the desired LeaderWorkerSet is built from.
 type LWSInput struct {
 	Serving *v1.ModelServing
 	// Revision is the revision whose pod template the LWS carries (see Plan).
 	Revision     string
-	RevisionSpec RevisionSpec
+	RevisionSpec revision.Spec
 	// Replicas is the group count to ask of LWS (see Plan).
 	Replicas int32
 }
@@ -105,7 +94,7 @@ func DesiredLeaderWorkerSet(in LWSInput) (*lwsac.LeaderWorkerSetApplyConfigurati
 
 // DesiredService builds the Service in front of the leaders, on the engine port.
 func DesiredService(ms *v1.ModelServing) *corev1ac.ServiceApplyConfiguration {
-	return corev1ac.Service(ServiceName(ms.Name), ms.Namespace).
+	return corev1ac.Service(naming.ServiceName(ms.Name), ms.Namespace).
 		WithLabels(childLabels(ms)).
 		WithOwnerReferences(ownerRefAC(ms)).
 		WithSpec(corev1ac.ServiceSpec().

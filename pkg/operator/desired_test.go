@@ -9,12 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
 )
 
@@ -169,9 +169,9 @@ func TestPodTemplate(t *testing.T) {
 	})
 	t.Run("the template overlay merges last, containers by name", func(t *testing.T) {
 		ms := base().Obj()
-		ms.Spec.Template = rawTemplate(`{"metadata": {"labels": {"team": "search"}},
+		ms.Spec.Template = fixtures.RawTemplate(`{"metadata": {"labels": {"team": "search"}},
 			"spec": {"containers": [{"name": "engine", "env": [{"name": "HF_HUB_OFFLINE", "value": "1"}]}], "serviceAccountName": "inference"}}`)
-		pod, err := PodTemplate(TemplateInput{Name: "qwen", Revision: "r", Spec: ms.Spec, Overlay: revSpec(t, ms.Spec).Template}, Leader)
+		pod, err := PodTemplate(TemplateInput{Name: "qwen", Revision: "r", Spec: ms.Spec, Overlay: fixtures.RevisionSpec(t, ms.Spec).Template}, Leader)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,33 +186,18 @@ func TestPodTemplate(t *testing.T) {
 		if diff := cmp.Diff([]string{"LLM_MODEL", "LLM_PORT", "HF_HUB_OFFLINE"}, names, sortStrings()); diff != "" {
 			t.Errorf("env (-want +got):\n%s", diff)
 		}
-		if c.Image != DefaultVLLMImage || pod.Spec.ServiceAccountName != "inference" || pod.Labels["team"] != "search" {
+		if c.Image != naming.DefaultVLLMImage || pod.Spec.ServiceAccountName != "inference" || pod.Labels["team"] != "search" {
 			t.Errorf("overlay lost the generated image or did not apply: image %q sa %q labels %v", c.Image, pod.Spec.ServiceAccountName, pod.Labels)
 		}
 	})
 	t.Run("the overlay may not take the operator's labels", func(t *testing.T) {
 		ms := base().Obj()
-		ms.Spec.Template = rawTemplate(`{"metadata": {"labels": {"serving.kubectl-llm.dev/name": "other"}}}`)
-		_, err := PodTemplate(TemplateInput{Name: "qwen", Revision: "r", Spec: ms.Spec, Overlay: revSpec(t, ms.Spec).Template}, Leader)
+		ms.Spec.Template = fixtures.RawTemplate(`{"metadata": {"labels": {"serving.kubectl-llm.dev/name": "other"}}}`)
+		_, err := PodTemplate(TemplateInput{Name: "qwen", Revision: "r", Spec: ms.Spec, Overlay: fixtures.RevisionSpec(t, ms.Spec).Template}, Leader)
 		if err == nil || !strings.Contains(err.Error(), "spec.template.metadata.labels[serving.kubectl-llm.dev/name]") {
 			t.Fatalf("err = %v, want a refusal naming the label", err)
 		}
 	})
-}
-
-// revSpec is the revision of a spec whose template decodes.
-func revSpec(t *testing.T, s v1.ModelServingSpec) RevisionSpec {
-	t.Helper()
-	rs, err := RevisionSpecOf(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rs
-}
-
-// rawTemplate is spec.template as the API server stores it.
-func rawTemplate(js string) *runtime.RawExtension {
-	return &runtime.RawExtension{Raw: []byte(js)}
 }
 
 func sortStrings() cmp.Option {
@@ -247,7 +232,7 @@ func TestDesiredLeaderWorkerSet(t *testing.T) {
 	ms.UID = "uid-1"
 	ms.Spec.Scheduling.ExclusiveTopology = "topology.kubernetes.io/zone"
 	ms.Spec.RestartPolicy = v1.RestartPolicyNone
-	lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: "qwen-abc", RevisionSpec: revSpec(t, ms.Spec), Replicas: 4})
+	lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: "qwen-abc", RevisionSpec: fixtures.RevisionSpec(t, ms.Spec), Replicas: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +261,7 @@ func TestDesiredLeaderWorkerSet(t *testing.T) {
 		t.Errorf("LeaderWorkerSet (-want +got):\n%s", diff)
 	}
 
-	single, err := DesiredLeaderWorkerSet(LWSInput{Serving: fixtures.Serving("one", "ns").Obj(), Revision: "one-x", RevisionSpec: revSpec(t, fixtures.Serving("one", "ns").Obj().Spec), Replicas: 1})
+	single, err := DesiredLeaderWorkerSet(LWSInput{Serving: fixtures.Serving("one", "ns").Obj(), Revision: "one-x", RevisionSpec: fixtures.RevisionSpec(t, fixtures.Serving("one", "ns").Obj().Spec), Replicas: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +273,7 @@ func TestDesiredLeaderWorkerSet(t *testing.T) {
 func TestIntentHashChangesOnlyWithTheIntent(t *testing.T) {
 	ms := fixtures.Serving("qwen", "ns").Obj()
 	build := func(ms *v1.ModelServing) string {
-		lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: "r", RevisionSpec: revSpec(t, ms.Spec), Replicas: 1})
+		lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: "r", RevisionSpec: fixtures.RevisionSpec(t, ms.Spec), Replicas: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,30 +286,6 @@ func TestIntentHashChangesOnlyWithTheIntent(t *testing.T) {
 	ms.Spec.Engine.Image = "vllm/vllm-openai:v0.12.0"
 	if build(ms) == a {
 		t.Fatal("a new image did not change the intent hash")
-	}
-}
-
-func TestRevisionsRecordOnlyThePodAffectingSpec(t *testing.T) {
-	ms := fixtures.Serving("qwen", "ns").Obj()
-	r1 := RevisionName("qwen", revSpec(t, ms.Spec))
-	scaled := ms.DeepCopy()
-	scaled.Spec.Replicas = ptr.To[int32](8)
-	scaled.Spec.Rollout.Partition = ptr.To[int32](3)
-	scaled.Spec.Restart = &v1.RestartSpec{ID: "x"}
-	if r := RevisionName("qwen", revSpec(t, scaled.Spec)); r != r1 {
-		t.Errorf("scaling, partition or restart made a new revision %s (was %s)", r, r1)
-	}
-	img := ms.DeepCopy()
-	img.Spec.Engine.Image = "vllm/vllm-openai:v0.12.0"
-	if r := RevisionName("qwen", revSpec(t, img.Spec)); r == r1 {
-		t.Error("a new image did not make a new revision")
-	}
-	back := img.DeepCopy()
-	if err := revSpec(t, ms.Spec).Into(&back.Spec); err != nil {
-		t.Fatal(err)
-	}
-	if RevisionName("qwen", revSpec(t, back.Spec)) != r1 {
-		t.Error("writing a revision back does not give the same revision")
 	}
 }
 
@@ -347,57 +308,5 @@ func TestPlanRollout(t *testing.T) {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// Keeping spec.template raw in the API type must not change a revision hash: an upgraded operator
-// would otherwise roll every serving. The hashes below were computed by the operator whose API
-// type held a typed *corev1.PodTemplateSpec (commit 18a2890), for the same specs.
-func TestRevisionHashesDidNotChangeWithTheRawTemplate(t *testing.T) {
-	ms := fixtures.Serving("qwen", "ns").GPUs(2).GroupSize(2).Obj()
-	if got := RevisionName(ms.Name, revSpec(t, ms.Spec)); got != "qwen-8d077c30bc" {
-		t.Errorf("without a template: revision %s, was qwen-8d077c30bc", got)
-	}
-	ms.Spec.Template = rawTemplate(`{"metadata":{"labels":{"team":"search"},"annotations":{"a":"b"}},
-		"spec":{"nodeSelector":{"pool":"h100"},"containers":[{"name":"engine","env":[{"name":"HF_HUB_OFFLINE","value":"1"}],
-		"resources":{"limits":{"memory":"64Gi"}}}]}}`)
-	if got := RevisionName(ms.Name, revSpec(t, ms.Spec)); got != "qwen-1eb8868376" {
-		t.Errorf("with a template: revision %s, was qwen-1eb8868376", got)
-	}
-	// Written back (rollout undo) and read again, it is the same revision.
-	back := ms.DeepCopy()
-	back.Spec.Template = nil
-	if err := revSpec(t, ms.Spec).Into(&back.Spec); err != nil {
-		t.Fatal(err)
-	}
-	if got := RevisionName(ms.Name, revSpec(t, back.Spec)); got != "qwen-1eb8868376" {
-		t.Errorf("written back: revision %s, want qwen-1eb8868376", got)
-	}
-}
-
-// A template that does not decode is an error naming the field, strictly: a typo is not ignored.
-func TestDecodeTemplateNamesTheFieldItCannotDecode(t *testing.T) {
-	cases := map[string]string{
-		`{"spec": {"containers": 5}}`:                                                              "spec.template.spec.containers: must be a list, not a JSON number",
-		`{"spec": {"nodeSelecter": {"a": "b"}}}`:                                                   `unknown field "spec.nodeSelecter"`,
-		`{"spec": {"terminationGracePeriodSeconds": "x"}}`:                                         "spec.template.spec.terminationGracePeriodSeconds: must be a whole number",
-		`{"metadata": {"labels": {"a": 1}}}`:                                                       "spec.template.metadata.labels",
-		`{"spec": {"priority": 99999999999}}`:                                                      "spec.template.spec.priority: must be a whole number that fits int32",
-		`{"spec": {"containers": [{"name": "engine", "resources": {"limits": {"cpu": "lots"}}}]}}`: "spec.template",
-		`{"spec": {"hostNetwork": true, "hostNetwork": false}}`:                                    `duplicate field "spec.hostNetwork"`,
-	}
-	for js, want := range cases {
-		_, err := v1.DecodeTemplate(rawTemplate(js))
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "spec.template") {
-			t.Errorf("%s: err = %v, want it to name %q", js, err, want)
-		}
-		ms := fixtures.Serving("qwen", "ns").Obj()
-		ms.Spec.Template = rawTemplate(js)
-		if _, err := RevisionSpecOf(ms.Spec); err == nil {
-			t.Errorf("%s: RevisionSpecOf accepted it", js)
-		}
-	}
-	if tmpl, err := v1.DecodeTemplate(rawTemplate(`{}`)); err != nil || tmpl == nil {
-		t.Errorf("an empty overlay: %v, %v; want an empty template", tmpl, err)
 	}
 }

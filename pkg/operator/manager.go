@@ -15,10 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,6 +30,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/scheme"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
@@ -74,17 +73,6 @@ func DefaultOptions() Options {
 	}
 }
 
-// Scheme is the scheme the operator works with.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, lwsv1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err) // static registration: cannot fail
-		}
-	}
-	return s
-}
-
 // servingPods selects the pods the cache holds: only those of servings, never every pod.
 func servingPods() labels.Selector {
 	req, err := labels.NewRequirement(v1.LabelName, selection.Exists, nil)
@@ -120,7 +108,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
 	}
 	mopts := ctrl.Options{
-		Scheme:                        Scheme(),
+		Scheme:                        scheme.New(),
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,

@@ -3,7 +3,8 @@
 // Reconcile is observe → compute (pure: desired.go, podtemplate.go, planner.go) → act
 // (server-side apply, skipped when the intent is unchanged) → report (one status write, through
 // pkg/status). It also builds the manager that hosts the reconciler and, optionally, LWS.
-// It imports api and status; never cli or tui.
+// It imports api, naming (names and labels), revision (revision encoding), scheme and status;
+// never cli or tui. Nothing but the `operator` command and tests imports it.
 package operator
 
 import (
@@ -36,6 +37,8 @@ import (
 	lwsac "sigs.k8s.io/lws/client-go/applyconfiguration/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
@@ -201,7 +204,7 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	}
 
 	svc := &corev1.Service{}
-	skey := types.NamespacedName{Namespace: ms.Namespace, Name: ServiceName(ms.Name)}
+	skey := types.NamespacedName{Namespace: ms.Namespace, Name: naming.ServiceName(ms.Name)}
 	switch err := r.Client.Get(ctx, skey, svc); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -221,7 +224,7 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	}
 
 	revs := &appsv1.ControllerRevisionList{}
-	if err := r.Client.List(ctx, revs, RevisionListOptions(ms.Namespace, ms.Name)...); err != nil {
+	if err := r.Client.List(ctx, revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
 		return nil, false, fmt.Errorf("list ControllerRevisions of %s: %w", key, err)
 	}
 	for i := range revs.Items {
@@ -247,7 +250,7 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	}
 	for _, e := range events.Items {
 		io := e.InvolvedObject
-		if e.Reason != status.EventFailedCreate || ServingOfWorkload(io.Kind, io.Name) != ms.Name {
+		if e.Reason != status.EventFailedCreate || naming.ServingOfWorkload(io.Kind, io.Name) != ms.Name {
 			continue
 		}
 		if io.Kind == "LeaderWorkerSet" && (obs.lws == nil || (io.UID != "" && io.UID != obs.lws.UID)) {
@@ -313,14 +316,14 @@ func nameConflict(kind string, o client.Object) status.Problem {
 // act records the revision and applies the LWS and Service. It returns the plan it applied.
 func (r *Reconciler) act(ctx context.Context, obs *observed) (Plan, error) {
 	ms := obs.serving
-	updateSpec, err := RevisionSpecOf(ms.Spec)
+	updateSpec, err := revision.SpecOf(ms.Spec)
 	if err != nil {
 		return Plan{}, &specError{err}
 	}
 	if err := ValidateSpec(ms); err != nil {
 		return Plan{}, &specError{err}
 	}
-	updateRev := RevisionName(ms.Name, updateSpec)
+	updateRev := revision.Name(ms.Name, updateSpec)
 	obs.updateRev = updateRev
 
 	lwsRev := ""
@@ -351,7 +354,7 @@ func (r *Reconciler) act(ctx context.Context, obs *observed) (Plan, error) {
 		found := false
 		for i := range obs.revisions {
 			if obs.revisions[i].Name == plan.TemplateRevision {
-				s, err := DecodeRevision(&obs.revisions[i])
+				s, err := revision.Decode(&obs.revisions[i])
 				if err != nil {
 					return plan, err
 				}
@@ -415,7 +418,7 @@ func (r *Reconciler) applyService(ctx context.Context, obs *observed) error {
 		}
 	}
 	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})
-	key := types.NamespacedName{Namespace: obs.serving.Namespace, Name: ServiceName(obs.serving.Name)}
+	key := types.NamespacedName{Namespace: obs.serving.Namespace, Name: naming.ServiceName(obs.serving.Name)}
 	if err := r.apply(ctx, desired, "Service", key); err != nil {
 		return err
 	}
@@ -440,9 +443,9 @@ func (r *Reconciler) apply(ctx context.Context, ac runtime.ApplyConfiguration, k
 
 // recordRevision makes sure a ControllerRevision records the update revision; a revision brought
 // back (rollout undo) becomes the newest again.
-func (r *Reconciler) recordRevision(ctx context.Context, obs *observed, spec RevisionSpec, name string) error {
+func (r *Reconciler) recordRevision(ctx context.Context, obs *observed, spec revision.Spec, name string) error {
 	ms := obs.serving
-	next := NextRevisionNumber(obs.revisions)
+	next := revision.NextNumber(obs.revisions)
 	for i := range obs.revisions {
 		rev := &obs.revisions[i]
 		if rev.Name != name {
@@ -458,7 +461,7 @@ func (r *Reconciler) recordRevision(ctx context.Context, obs *observed, spec Rev
 		}
 		return nil
 	}
-	cr, err := NewControllerRevision(ms, spec, next)
+	cr, err := revision.NewControllerRevision(ms, spec, next)
 	if err != nil {
 		return err
 	}
@@ -477,7 +480,7 @@ func (r *Reconciler) pruneRevisions(ctx context.Context, obs *observed, inUse ..
 	if limit <= 0 {
 		limit = DefaultHistoryLimit
 	}
-	for _, rev := range RevisionsToPrune(obs.revisions, limit, inUse...) {
+	for _, rev := range revision.ToPrune(obs.revisions, limit, inUse...) {
 		if err := r.Client.Delete(ctx, &rev); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("prune ControllerRevision %s: %w", rev.Name, err)
 		}
@@ -529,7 +532,7 @@ func NextStatus(ms *v1.ModelServing, sum status.Summary, updateRev string, now t
 	next.Phase = sum.Phase
 	next.Replicas, next.ReadyReplicas, next.UpdatedReplicas = sum.Replicas, sum.Ready, sum.Updated
 	next.ReadyGroups = fmt.Sprintf("%d/%d", sum.Ready, sum.Desired)
-	next.Selector = PodSelector(ms.Name)
+	next.Selector = naming.PodSelector(ms.Name)
 	if updateRev != "" { // "" when spec.template does not decode: keep what was recorded
 		next.UpdateRevision = updateRev
 	}
@@ -543,7 +546,7 @@ func NextStatus(ms *v1.ModelServing, sum status.Summary, updateRev string, now t
 	if ms.Spec.Restart != nil && sum.RestartDone {
 		next.RestartID = ms.Spec.Restart.ID
 	}
-	next.Endpoint = Endpoint(ms)
+	next.Endpoint = naming.Endpoint(ms)
 	next.Groups = groupStatuses(sum, updateRev)
 	return next
 }
@@ -623,10 +626,10 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	remaining := 0
 	children := []client.Object{
 		&lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ServiceName(ms.Name)}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: naming.ServiceName(ms.Name)}},
 	}
 	revs := &appsv1.ControllerRevisionList{}
-	if err := r.Client.List(ctx, revs, RevisionListOptions(ms.Namespace, ms.Name)...); err != nil {
+	if err := r.Client.List(ctx, revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
 		return ctrl.Result{}, err
 	}
 	for i := range revs.Items {
@@ -692,7 +695,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if !ok {
 			return nil
 		}
-		name := ServingOfWorkload(e.InvolvedObject.Kind, e.InvolvedObject.Name)
+		name := naming.ServingOfWorkload(e.InvolvedObject.Kind, e.InvolvedObject.Name)
 		if name == "" {
 			return nil
 		}
@@ -714,7 +717,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(ControllerName).
 		For(&v1.ModelServing{}).
 		Watches(&lwsv1.LeaderWorkerSet{}, byName(func(n string) string { return n })).
-		Watches(&corev1.Service{}, byName(ServingOfService)).
+		Watches(&corev1.Service{}, byName(naming.ServingOfService)).
 		Owns(&appsv1.ControllerRevision{}).
 		Watches(&corev1.Pod{}, podToServing).
 		Watches(&corev1.Event{}, eventToServing).

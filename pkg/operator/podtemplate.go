@@ -15,17 +15,14 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 )
 
-// Default engine images, used when spec.engine.image is empty.
+// Images and names of the pod template (the engine images and container name are in pkg/naming).
 const (
-	DefaultVLLMImage   = "vllm/vllm-openai:v0.11.0"
-	DefaultSGLangImage = "lmsysorg/sglang:v0.5.4"
 	// FetchImageS3 copies s3:// weights; hf:// weights are fetched with the engine image itself.
 	FetchImageS3 = "amazon/aws-cli:2.31.0"
 
-	// EngineContainer is the name of the engine container (the name a template overlay merges on).
-	EngineContainer = "engine"
 	// ModelsMountPath is where weights from spec.weights are mounted.
 	ModelsMountPath = "/models"
 	// RayPort is the Ray head port a multi-node vLLM group uses.
@@ -43,17 +40,6 @@ const (
 	Leader Role = "leader"
 	Worker Role = "worker"
 )
-
-// EngineImage is the image the engine container runs.
-func EngineImage(e v1.EngineSpec) string {
-	if e.Image != "" {
-		return e.Image
-	}
-	if e.Type == v1.EngineSGLang {
-		return DefaultSGLangImage
-	}
-	return DefaultVLLMImage
-}
 
 // Parallelism is how a model is split over the GPUs of a group.
 type Parallelism struct {
@@ -184,8 +170,8 @@ func PodTemplate(in TemplateInput, role Role) (corev1.PodTemplateSpec, error) {
 	spec := in.Spec
 	command, args := EngineCommand(spec, role)
 	c := corev1.Container{
-		Name:      EngineContainer,
-		Image:     EngineImage(spec.Engine),
+		Name:      naming.EngineContainer,
+		Image:     naming.EngineImage(spec.Engine),
 		Command:   command,
 		Args:      args,
 		Env:       engineEnv(spec),
@@ -305,7 +291,7 @@ func addWeights(pod *corev1.PodSpec, engine *corev1.Container, src WeightsSource
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		fetch := corev1.Container{Name: "fetch-weights", VolumeMounts: []corev1.VolumeMount{mount}}
 		if src.Scheme == "hf" {
-			fetch.Image = EngineImage(e)
+			fetch.Image = naming.EngineImage(e)
 			fetch.Command = []string{"hf", "download", src.Path, "--local-dir", src.MountedPath}
 		} else {
 			fetch.Image = FetchImageS3

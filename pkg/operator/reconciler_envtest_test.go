@@ -27,7 +27,9 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
@@ -173,7 +175,7 @@ func TestChildrenAreCreatedWithTheRightSpecAndOwner(t *testing.T) {
 	}
 	svc := &corev1.Service{}
 	testenv.Eventually(t, 10*time.Second, "the Service", func() (bool, error) {
-		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: operator.ServiceName("qwen")}, svc)
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.ServiceName("qwen")}, svc)
 		return err == nil, err
 	})
 	if r := metav1.GetControllerOf(svc); r == nil || r.UID != ms.UID || svc.Spec.Ports[0].Port != 8000 ||
@@ -228,7 +230,7 @@ func TestDeletedChildrenAreRestoredByTheWatchNotATimer(t *testing.T) {
 	t.Logf("LeaderWorkerSet restored %s after its deletion", took)
 
 	svc := &corev1.Service{}
-	key := types.NamespacedName{Namespace: ns, Name: operator.ServiceName("qwen")}
+	key := types.NamespacedName{Namespace: ns, Name: naming.ServiceName("qwen")}
 	if err := env.Client.Get(ctx, key, svc); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +358,7 @@ func versions(t *testing.T, ns, name string) map[string]string {
 		out[kind] = o.GetResourceVersion()
 	}
 	svc := &corev1.Service{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: operator.ServiceName(name)}, svc); err != nil {
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.ServiceName(name)}, svc); err != nil {
 		t.Fatal(err)
 	}
 	out["Service"] = svc.ResourceVersion
@@ -665,7 +667,7 @@ func TestHistoryBeyondTheLimitKeepsTheNewestRevisions(t *testing.T) {
 	var revs []appsv1.ControllerRevision
 	testenv.Eventually(t, 20*time.Second, "pruning to the history limit", func() (bool, error) {
 		list := &appsv1.ControllerRevisionList{}
-		if err := env.Client.List(ctx, list, operator.RevisionListOptions(ns, "hist")...); err != nil {
+		if err := env.Client.List(ctx, list, revision.ListOptions(ns, "hist")...); err != nil {
 			return false, err
 		}
 		revs = list.Items

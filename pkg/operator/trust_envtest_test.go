@@ -26,6 +26,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
@@ -134,7 +135,7 @@ func TestChildrenThatAreNotOursAreLeftAloneAndReported(t *testing.T) {
 		kind  string
 	}{
 		{"a user's own Service named <name>-api", func(ns string) client.Object {
-			return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: operator.ServiceName("qwen"), Namespace: ns},
+			return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: naming.ServiceName("qwen"), Namespace: ns},
 				Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "mine"}, Ports: []corev1.ServicePort{{Port: 80}}}}
 		}, "Service"},
 		{"a hand-made LeaderWorkerSet named like the serving", func(ns string) client.Object {

@@ -8,5 +8,7 @@
 // the same code `describe` and `rollout status` print. It writes to the cluster only through
 // Actions, which do what the CLI commands do.
 //
-// It imports the API, pkg/status and pkg/operator; it must not import pkg/cli (which imports it).
+// It imports the API, pkg/naming (the selector, image and endpoint it shows) and pkg/status; it
+// must not import pkg/operator (a view reads what the operator reported, in the serving's status,
+// and never recomputes it) nor pkg/cli (which imports it). test/layers enforces this.
 package tui

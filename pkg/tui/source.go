@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
@@ -179,7 +179,7 @@ func (w watchSource) open(ctx context.Context, ns, name string) *stream {
 				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 			})
 		pods := inform(&corev1.Pod{}, func() client.ObjectList { return &corev1.PodList{} },
-			func(o *metav1.ListOptions) { o.LabelSelector = operator.PodSelector(name) })
+			func(o *metav1.ListOptions) { o.LabelSelector = naming.PodSelector(name) })
 		events := inform(&corev1.Event{}, func() client.ObjectList { return &corev1.EventList{} },
 			func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.Set{"involvedObject.kind": "ModelServing", "involvedObject.name": name}.String()

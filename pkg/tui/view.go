@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
@@ -203,11 +203,11 @@ func (m Model) header() []string {
 	if cur != upd {
 		rev = "revision " + cur + " → " + upd
 	}
-	l2 := s.Label.Render("image ") + operator.EngineImage(ms.Spec.Engine) + "   " + rev
+	l2 := s.Label.Render("image ") + naming.EngineImage(ms.Spec.Engine) + "   " + rev
 
 	endpoint := ms.Status.Endpoint
 	if endpoint == "" {
-		endpoint = operator.Endpoint(ms)
+		endpoint = naming.Endpoint(ms)
 	}
 	r := ms.Spec.Rollout
 	l3 := s.Label.Render("endpoint ") + endpoint + s.Dim.Render(fmt.Sprintf("   %s, maxSurge %d, maxUnavailable %d, group size %d",

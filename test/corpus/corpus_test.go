@@ -31,6 +31,7 @@ import (
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/cli"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
@@ -373,8 +374,8 @@ func nothingApplied(t *testing.T, ns, name string, refused bool) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &lwsv1.LeaderWorkerSet{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a LeaderWorkerSet %s was made (err %v)", name, err)
 	}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: operator.ServiceName(name)}, &corev1.Service{}); !apierrors.IsNotFound(err) {
-		t.Errorf("a Service %s was made (err %v)", operator.ServiceName(name), err)
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.ServiceName(name)}, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a Service %s was made (err %v)", naming.ServiceName(name), err)
 	}
 }
 

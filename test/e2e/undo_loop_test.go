@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
@@ -40,11 +40,11 @@ func TestSetImageUndoLoopRolloutStatusReturnsOnceThePodsAreReady(t *testing.T) {
 				time.Sleep(time.Duration(i%4) * 400 * time.Millisecond) // undo while groups are being replaced
 				continue
 			}
-			rs, err := operator.RevisionSpecOf(getServing(t, ns, "cl").Spec)
+			rs, err := revision.SpecOf(getServing(t, ns, "cl").Spec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			target := operator.RevisionName("cl", rs)
+			target := revision.Name("cl", rs)
 			readyAt, exitedAt, out, err := rolloutStatusAgainstPods(t, ns, "cl", target, 4)
 			if err != nil {
 				t.Fatalf("round %d (%v): rollout status failed: %v\n%s\npods:\n%s", i, args, err, out, podDump(t, ns, "cl"))
@@ -136,11 +136,11 @@ func TestAStaleSchedulingFailureOnABoundPodDoesNotHoldTheRollout(t *testing.T) {
 	if out, err := kubectlLLM("-n", ns, "set", "image", "cl", "vllm/vllm-openai:v0.12.0"); err != nil {
 		t.Fatalf("set image: %v\n%s", err, out)
 	}
-	rs, err := operator.RevisionSpecOf(getServing(t, ns, "cl").Spec)
+	rs, err := revision.SpecOf(getServing(t, ns, "cl").Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := operator.RevisionName("cl", rs)
+	target := revision.Name("cl", rs)
 	pod := &corev1.Pod{}
 	testenv.Eventually(t, settle, "cl-1-1 bound and Ready on the new revision", func() (bool, error) {
 		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cl-1-1"}, pod); err != nil {

@@ -24,6 +24,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
@@ -153,7 +154,7 @@ func TestAServingGetsItsLeaderStatefulSetFromTheEmbeddedLWS(t *testing.T) {
 	if tmpl.Labels[v1.LabelName] != "qwen" || tmpl.Labels[lwsv1.SetNameLabelKey] != "qwen" {
 		t.Errorf("leader pod template labels = %v, want ours and LWS's", tmpl.Labels)
 	}
-	if c := tmpl.Spec.Containers[0]; c.Name != operator.EngineContainer || c.ReadinessProbe == nil {
+	if c := tmpl.Spec.Containers[0]; c.Name != naming.EngineContainer || c.ReadinessProbe == nil {
 		t.Errorf("leader pod template lost the engine container: %+v", c)
 	}
 	// The headless Service LWS makes for the group's pod DNS names, next to ours (LWS makes it
@@ -162,7 +163,7 @@ func TestAServingGetsItsLeaderStatefulSetFromTheEmbeddedLWS(t *testing.T) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen"}, &corev1.Service{})
 		return err == nil, err
 	})
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: operator.ServiceName("qwen")}, &corev1.Service{}); err != nil {
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.ServiceName("qwen")}, &corev1.Service{}); err != nil {
 		t.Errorf("serving Service: %v", err)
 	}
 }

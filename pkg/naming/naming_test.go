@@ -1,4 +1,4 @@
-package operator
+package naming_test
 
 import (
 	"strings"
@@ -7,12 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 )
 
 // derivedNames are the names and label values made from a serving's name, by us and by
 // LeaderWorkerSet v0.9.0 and the StatefulSet controller, for its highest group and worker:
-//   - our Service <name>-api (a DNS-1035 label) and revision label <name>-<10 hex>;
+//   - our Service <name>-api (a DNS-1035 label) and revision label <name>-<10 hex> (pkg/revision
+//     checks the names it really makes);
 //   - the LWS and its leader StatefulSet and headless Service <name> (DNS-1035, by the LWS webhook);
 //   - group g's worker StatefulSet <name>-<g> (pkg/controllers/pod_controller.go names it after the
 //     leader pod, which the leader StatefulSet names <name>-<g>), its pods <name>-<g>-<w>;
@@ -22,7 +23,7 @@ func derivedNames(name string) map[string]func(string) []string {
 	hash10 := strings.Repeat("b", 10)
 	lastGroup := "1999" // v1.MaxGroups-1: replicas up to 1000 plus a surge of up to as many again
 	return map[string]func(string) []string{
-		ServiceName(name):                     validation.IsDNS1035Label,
+		naming.ServiceName(name):              validation.IsDNS1035Label,
 		name + "-" + strings.Repeat("f", 10):  validation.IsValidLabelValue, // serving.kubectl-llm.dev/revision
 		name:                                  validation.IsDNS1035Label,
 		name + "-" + lastGroup + "-63":        validation.IsDNS1123Label, // a worker pod's hostname
@@ -51,15 +52,6 @@ func TestTheLongestNameFitsEveryDerivedNameAndOneMoreDoesNot(t *testing.T) {
 	if broken == 0 {
 		t.Errorf("a %d-character name fits every derived name: MaxNameLength %d is not the maximum", len(tooLong), v1.MaxNameLength)
 	}
-	// The revision names the operator really makes fit too.
-	ms := fixtures.Serving(longest, "ns").Obj()
-	rs, err := RevisionSpecOf(ms.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs := validation.IsValidLabelValue(RevisionName(longest, rs)); len(errs) > 0 {
-		t.Errorf("revision label %s: %v", RevisionName(longest, rs), errs)
-	}
 }
 
 func TestServingOfWorkload(t *testing.T) {
@@ -71,7 +63,7 @@ func TestServingOfWorkload(t *testing.T) {
 		{"StatefulSet", "my-api-0", "my-api"},
 		{"Pod", "qwen-0", ""},
 	} {
-		if got := ServingOfWorkload(tc.kind, tc.name); got != tc.want {
+		if got := naming.ServingOfWorkload(tc.kind, tc.name); got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.kind, tc.name, got, tc.want)
 		}
 	}

@@ -1,0 +1,177 @@
+// Package revision owns the revisions of a ModelServing: the pod-affecting part of its spec
+// (Spec), its hash and name, the ControllerRevision that records it and how to read one back,
+// the history order and pruning, and the change cause `rollout history` shows. The operator
+// records revisions with it; the CLI reads them back and writes one into a spec (`rollout undo`,
+// `canary abort`). The name of the revision the operator is rolling out is the serving's
+// status.updateRevision: views read it from there and do not hash the spec themselves, so a
+// newer plugin agrees with an older operator.
+//
+// Revision hashes must never change: a changed hash rolls every serving on upgrade (a test pins
+// them). It imports only the API package and pkg/naming; never pkg/operator, pkg/status,
+// pkg/cli or pkg/tui.
+package revision
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
+)
+
+// Spec is the pod-affecting part of a ModelServing spec: what a revision records and
+// what `rollout undo` writes back. Replicas, rollout settings and restart are not part of it.
+type Spec struct {
+	Model         string                  `json:"model"`
+	Engine        v1.EngineSpec           `json:"engine"`
+	GroupSize     int32                   `json:"groupSize"`
+	Resources     v1.ResourceSpec         `json:"resources"`
+	Weights       *v1.WeightsSpec         `json:"weights,omitempty"`
+	Readiness     v1.ReadinessSpec        `json:"readiness"`
+	RestartPolicy v1.RestartPolicy        `json:"restartPolicy"`
+	Scheduling    v1.SchedulingSpec       `json:"scheduling"`
+	Template      *corev1.PodTemplateSpec `json:"template,omitempty"`
+}
+
+// SpecOf takes the pod-affecting part of a spec. spec.template is decoded here (strictly,
+// by v1.DecodeTemplate) and kept typed in the revision, so the recorded revisions and their hashes
+// are the same as when the API type held a typed template. The error names the field.
+func SpecOf(s v1.ModelServingSpec) (Spec, error) {
+	s = *s.DeepCopy()
+	tmpl, err := v1.DecodeTemplate(s.Template)
+	if err != nil {
+		return Spec{}, err
+	}
+	return Spec{Model: s.Model, Engine: s.Engine, GroupSize: s.GroupSize, Resources: s.Resources,
+		Weights: s.Weights, Readiness: s.Readiness, RestartPolicy: s.RestartPolicy, Scheduling: s.Scheduling, Template: tmpl}, nil
+}
+
+// Same reports whether two revision specs are one revision: equal in the encoding the hash is
+// taken over. The CLI compares revisions by content with it rather than by a name it would hash
+// itself: only the operator names revisions, and another version of it may hash differently.
+func Same(a, b Spec) bool {
+	ra, _ := json.Marshal(a) // plain data: cannot fail
+	rb, _ := json.Marshal(b)
+	return bytes.Equal(ra, rb)
+}
+
+// Into writes the revision back into a spec, keeping replicas, rollout and restart.
+func (r Spec) Into(s *v1.ModelServingSpec) error {
+	tmpl, err := v1.EncodeTemplate(r.Template)
+	if err != nil {
+		return err
+	}
+	s.Model, s.Engine, s.GroupSize, s.Resources = r.Model, r.Engine, r.GroupSize, r.Resources
+	s.Weights, s.Readiness, s.RestartPolicy, s.Scheduling, s.Template = r.Weights, r.Readiness, r.RestartPolicy, r.Scheduling, tmpl
+	return nil
+}
+
+// Hash is a stable hash of a revision spec.
+func Hash(r Spec) string {
+	raw, _ := json.Marshal(r) // plain data: cannot fail
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])[:10]
+}
+
+// Name is the ControllerRevision name of a revision: <serving>-<hash>.
+func Name(serving string, r Spec) string {
+	return serving + "-" + Hash(r)
+}
+
+// LabelHash marks a ControllerRevision with its hash.
+const LabelHash = "serving.kubectl-llm.dev/revision-hash"
+
+// ListOptions select the ControllerRevisions of a serving. The StatefulSets LWS makes
+// record revisions of their own that carry the pod template's labels (ours included); only ours
+// carry LabelHash.
+func ListOptions(namespace, serving string) []client.ListOption {
+	return []client.ListOption{client.InNamespace(namespace), client.MatchingLabels{v1.LabelName: serving}, client.HasLabels{LabelHash}}
+}
+
+// NewControllerRevision builds the ControllerRevision object that records a revision.
+func NewControllerRevision(ms *v1.ModelServing, r Spec, number int64) (*appsv1.ControllerRevision, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	hash := Hash(r)
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ms.Name + "-" + hash,
+			Namespace: ms.Namespace,
+			Labels: map[string]string{
+				v1.LabelName: ms.Name, LabelHash: hash, v1.LabelManagedBy: v1.ManagedByValue,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ms, v1.GroupVersion.WithKind("ModelServing"))},
+		},
+		Data:     runtime.RawExtension{Raw: raw},
+		Revision: number,
+	}, nil
+}
+
+// Decode reads the spec a ControllerRevision recorded.
+func Decode(cr *appsv1.ControllerRevision) (Spec, error) {
+	var r Spec
+	if err := json.Unmarshal(cr.Data.Raw, &r); err != nil {
+		return r, fmt.Errorf("decode revision %s: %w", cr.Name, err)
+	}
+	return r, nil
+}
+
+// Sort orders revisions oldest first.
+func Sort(revs []appsv1.ControllerRevision) {
+	sort.SliceStable(revs, func(i, j int) bool {
+		if revs[i].Revision != revs[j].Revision {
+			return revs[i].Revision < revs[j].Revision
+		}
+		return revs[i].Name < revs[j].Name
+	})
+}
+
+// ToPrune are the oldest revisions beyond the history limit, never one still in use.
+func ToPrune(revs []appsv1.ControllerRevision, limit int, inUse ...string) []appsv1.ControllerRevision {
+	sorted := append([]appsv1.ControllerRevision(nil), revs...)
+	Sort(sorted)
+	used := map[string]bool{}
+	for _, n := range inUse {
+		used[n] = true
+	}
+	excess := len(sorted) - limit
+	var out []appsv1.ControllerRevision
+	for _, r := range sorted {
+		if excess <= 0 {
+			break
+		}
+		if used[r.Name] {
+			continue
+		}
+		out = append(out, r)
+		excess--
+	}
+	return out
+}
+
+// NextNumber is one more than the highest revision number.
+func NextNumber(revs []appsv1.ControllerRevision) int64 {
+	var n int64
+	for _, r := range revs {
+		n = max(n, r.Revision)
+	}
+	return n + 1
+}
+
+// ChangeCause returns a short description of a revision for `rollout history`.
+func ChangeCause(r Spec) string {
+	return "image=" + naming.EngineImage(r.Engine) + " model=" + r.Model + " groupSize=" + strconv.Itoa(int(r.GroupSize))
+}
