@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -27,29 +24,6 @@ const (
 	// version: the install pins the image to the CLI's own version, never to a moving tag.
 	operatorRepository = "ghcr.io/kubectl-llm/kubectl-llm"
 )
-
-// manifests decodes the embedded install manifests of a variant: "default" (LWS installed in the
-// cluster) or "embedded" (the operator hosts LWS; the LWS CRD is included).
-func manifests(variant string) ([]*unstructured.Unstructured, error) {
-	raw, err := config.Install.ReadFile("install/" + variant + ".yaml")
-	if err != nil {
-		return nil, fmt.Errorf("read the embedded %s manifests: %w", variant, err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("decode the embedded %s manifests: %w", variant, err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
-}
 
 // resourceName is kubectl's kind.group/name of an object, for the lines install prints.
 func resourceName(u *unstructured.Unstructured) string {
@@ -143,7 +117,7 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	objs, err := manifests(variant)
+	objs, err := config.Manifests(variant)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/config"
 )
 
 // UninstallOptions remove everything install applied, in the order that strands nothing.
@@ -87,7 +88,7 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	if err := o.deleteServings(ctx, host, servings); err != nil {
 		return err
 	}
-	objs, err := manifests("embedded") // a superset of the default manifests
+	objs, err := config.Manifests("embedded") // a superset of the default manifests
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,8 @@
 package integration
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +10,6 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -52,22 +48,9 @@ func (a access) String() string {
 // installObjects are the objects of an install variant's render.
 func installObjects(t *testing.T, variant string) []*unstructured.Unstructured {
 	t.Helper()
-	raw, err := config.Install.ReadFile("install/" + variant + ".yaml")
+	objs, err := config.Manifests(variant)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
 	}
 	return objs
 }
