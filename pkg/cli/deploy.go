@@ -27,8 +27,8 @@ import (
 // DeployOptions build a ModelServing from flags (or a file) and server-side apply it.
 type DeployOptions struct {
 	*RootOptions
+	servingTarget
 
-	Name           string
 	File           string
 	Model          string
 	Engine         string
@@ -53,9 +53,7 @@ type DeployOptions struct {
 	Output         string
 	Preflight      bool
 
-	set       func(flag string) bool // whether a flag was given
-	client    client.WithWatch
-	namespace string
+	set func(flag string) bool // whether a flag was given
 }
 
 // specFlags are the flags that build the spec; they cannot be mixed with -f.
@@ -126,26 +124,24 @@ change one thing.
 // Complete reads the NAME argument and resolves the client and namespace.
 func (o *DeployOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.set = cmd.Flags().Changed
-	switch len(args) {
-	case 0:
-	case 1:
-		o.Name = args[0]
-	default:
-		return fmt.Errorf("expected one NAME, got %d arguments (%s): kubectl llm deploy NAME --model MODEL", len(args), strings.Join(args, " "))
-	}
 	if o.DryRun == "client" && o.Client == nil {
 		// A client dry run needs no cluster: only the namespace.
+		o.args = args
+		if len(args) > 0 {
+			o.Name = args[0]
+		}
 		ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 		o.namespace = ns
 		return err
 	}
-	c, ns, err := o.clientAndNamespace()
-	o.client, o.namespace = c, ns
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks the flags, naming the flag that is wrong.
 func (o *DeployOptions) Validate() error {
+	if len(o.args) > 1 {
+		return fmt.Errorf("expected one NAME, got %d arguments (%s): kubectl llm deploy NAME --model MODEL", len(o.args), strings.Join(o.args, " "))
+	}
 	if o.File != "" {
 		for _, f := range specFlags {
 			if o.set(f) {
@@ -331,8 +327,7 @@ func (o *DeployOptions) unchanged(existing *v1.ModelServing, applied *unstructur
 // warnWithoutLWS says, on stderr, when the cluster has no LeaderWorkerSet API: the serving is
 // stored, but no group starts until LWS is installed or the operator hosts it.
 func (o *DeployOptions) warnWithoutLWS(ctx context.Context) {
-	p := &PreflightOptions{RootOptions: o.RootOptions, client: o.client}
-	if ch := p.crdCheck(ctx, "LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"); ch.Result == "FAIL" {
+	if ch := crdCheck(ctx, o.client, "LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"); ch.Result == "FAIL" {
 		fmt.Fprintln(o.Streams.ErrOut, "Warning: the LeaderWorkerSet API is not installed in this cluster: no group starts until it is"+
 			" (install LWS, or run the operator with --lws=embedded)")
 	}
@@ -345,7 +340,7 @@ func (o *DeployOptions) preflight(ctx context.Context, u *unstructured.Unstructu
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ms); err != nil {
 		return fmt.Errorf("read the serving to check it: %w", err)
 	}
-	p := &PreflightOptions{RootOptions: o.RootOptions, client: o.client, namespace: o.namespace}
+	p := &PreflightOptions{RootOptions: o.RootOptions, servingTarget: servingTarget{client: o.client, namespace: o.namespace}}
 	rep, err := p.report(ctx, ms, existing, exists)
 	if err != nil {
 		return err

@@ -29,11 +29,9 @@ const maxEvents = 20
 // DescribeOptions print one serving as a tree: revisions, groups, pods, why each pod is not ready.
 type DescribeOptions struct {
 	*RootOptions
-	Name string
+	servingTarget
 
-	client    client.WithWatch
-	namespace string
-	colors    colors
+	colors colors
 }
 
 func newDescribeCommand(root *RootOptions) *cobra.Command {
@@ -54,18 +52,17 @@ Terminating for long), and the recent events of the serving and its pods follow.
 
 // Complete reads NAME and resolves the client.
 func (o *DescribeOptions) Complete(_ *cobra.Command, args []string) error {
-	name, err := exactlyOneName(args, "kubectl llm describe NAME")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
 	o.colors = newColors(o.RootOptions, o.Streams.Out)
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate has nothing beyond NAME to check.
-func (o *DescribeOptions) Validate() error { return nil }
+func (o *DescribeOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm describe NAME"); err != nil {
+		return err
+	}
+	return nil
+}
 
 // describeData is everything describe prints, read once.
 type describeData struct {

@@ -20,14 +20,12 @@ import (
 // GetOptions list servings as a table or as objects.
 type GetOptions struct {
 	*RootOptions
-	Name          string
+	servingTarget
 	Output        string
 	AllNamespaces bool
 	Watch         bool
 
-	client    client.WithWatch
-	namespace string
-	colors    colors
+	colors colors
 }
 
 func newGetCommand(root *RootOptions) *cobra.Command {
@@ -56,20 +54,15 @@ update revision and the in-cluster endpoint. -w prints a line each time a servin
 
 // Complete reads the optional NAME and resolves the client.
 func (o *GetOptions) Complete(_ *cobra.Command, args []string) error {
-	if len(args) > 1 {
-		return fmt.Errorf("expected at most one NAME, got %d arguments (%s)", len(args), strings.Join(args, " "))
-	}
-	if len(args) == 1 {
-		o.Name = args[0]
-	}
-	var err error
-	o.client, o.namespace, err = o.clientAndNamespace()
 	o.colors = newColors(o.RootOptions, o.Streams.Out)
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks the output format and flag combinations.
 func (o *GetOptions) Validate() error {
+	if len(o.args) > 1 {
+		return fmt.Errorf("expected at most one NAME, got %d arguments (%s)", len(o.args), strings.Join(o.args, " "))
+	}
 	if err := validOutput(o.Output, "table", "wide", "yaml", "json", "name"); err != nil {
 		return err
 	}

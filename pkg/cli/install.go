@@ -179,8 +179,7 @@ func (o *InstallOptions) variant(ctx context.Context) (string, error) {
 		fmt.Fprintln(o.Streams.ErrOut, "--dry-run=client with --lws=auto renders --lws=external (LeaderWorkerSet installed in the cluster); pass --lws=embedded for the operator to host LWS.")
 		return "default", nil
 	}
-	p := &PreflightOptions{RootOptions: o.RootOptions, client: o.client}
-	switch ch := p.crdCheck(ctx, "LeaderWorkerSet API", lwsCRDName); ch.Result {
+	switch ch := crdCheck(ctx, o.client, "LeaderWorkerSet API", lwsCRDName); ch.Result {
 	case "ok":
 		return "default", nil
 	case "FAIL":

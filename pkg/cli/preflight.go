@@ -213,10 +213,7 @@ func (r preflightReport) Problem() string {
 // PreflightOptions check whether a serving's rollout fits the cluster.
 type PreflightOptions struct {
 	*RootOptions
-	Name string
-
-	client    client.WithWatch
-	namespace string
+	servingTarget
 }
 
 func newPreflightCommand(root *RootOptions) *cobra.Command {
@@ -242,17 +239,16 @@ Exits 1 with the reason when something does not fit.`,
 
 // Complete reads NAME and resolves the client.
 func (o *PreflightOptions) Complete(_ *cobra.Command, args []string) error {
-	name, err := exactlyOneName(args, "kubectl llm preflight NAME")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate has nothing beyond NAME to check.
-func (o *PreflightOptions) Validate() error { return nil }
+func (o *PreflightOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm preflight NAME"); err != nil {
+		return err
+	}
+	return nil
+}
 
 // Run prints the report and fails when something does not fit.
 func (o *PreflightOptions) Run(ctx context.Context) error {
@@ -299,8 +295,8 @@ func (o *PreflightOptions) report(ctx context.Context, ms, existing *v1.ModelSer
 		r.MaxSurge = 0
 	}
 
-	r.Checks = append(r.Checks, o.crdCheck(ctx, "ModelServing API", "modelservings.serving.kubectl-llm.dev"),
-		o.crdCheck(ctx, "LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"))
+	r.Checks = append(r.Checks, crdCheck(ctx, o.client, "ModelServing API", "modelservings.serving.kubectl-llm.dev"),
+		crdCheck(ctx, o.client, "LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"))
 	if r.Checks[1].Result == "FAIL" {
 		r.Checks[1].Detail += " (install LeaderWorkerSet, or run the operator with --lws=embedded)"
 	}
@@ -366,12 +362,13 @@ func podsCount(n int64) string {
 	return fmt.Sprint(n)
 }
 
-// crdCheck reads a CRD to say whether an API is installed and which versions it serves.
-func (o *PreflightOptions) crdCheck(ctx context.Context, what, name string) check {
+// crdCheck reads a CRD to say whether an API is installed and which versions it serves. It is the
+// one "is this API served" check of preflight, deploy, install and version.
+func crdCheck(ctx context.Context, c client.Reader, what, name string) check {
 	crd := &unstructured.Unstructured{}
 	crd.SetAPIVersion("apiextensions.k8s.io/v1")
 	crd.SetKind("CustomResourceDefinition")
-	err := o.client.Get(ctx, client.ObjectKey{Name: name}, crd)
+	err := c.Get(ctx, client.ObjectKey{Name: name}, crd)
 	switch {
 	case apierrors.IsNotFound(err):
 		return check{Name: what, Result: "FAIL", Detail: name + " is not installed"}

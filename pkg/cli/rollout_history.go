@@ -18,12 +18,9 @@ import (
 // RolloutHistoryOptions list the recorded revisions of a serving.
 type RolloutHistoryOptions struct {
 	*RootOptions
-	Name     string
+	servingTarget
 	Revision int64
 	Output   string
-
-	client    client.WithWatch
-	namespace string
 }
 
 func newRolloutHistoryCommand(root *RootOptions) *cobra.Command {
@@ -47,17 +44,14 @@ ControllerRevision objects instead (with --revision, that one).`,
 
 // Complete reads NAME and resolves the client.
 func (o *RolloutHistoryOptions) Complete(_ *cobra.Command, args []string) error {
-	name, err := exactlyOneName(args, "kubectl llm rollout history NAME")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks --revision.
 func (o *RolloutHistoryOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm rollout history NAME"); err != nil {
+		return err
+	}
 	if o.Revision < 0 {
 		return fmt.Errorf("--revision must be a revision number of 1 or more, not %d", o.Revision)
 	}
