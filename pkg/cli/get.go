@@ -132,12 +132,13 @@ func (o *GetOptions) Run(ctx context.Context) error {
 
 func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 	var widths []int
-	printed := false
+	// shown is the resourceVersion each serving was last printed at: the watch hands over the
+	// listed servings again, and a relist every serving, changed or not.
+	shown := map[string]string{}
 	onList := func(items []servingItem) (bool, error) {
-		if printed { // a relist after an expired watch: the lines already shown stay
-			return false, nil
+		for i := range items {
+			shown[items[i].Namespace+"/"+items[i].Name] = items[i].ResourceVersion
 		}
-		printed = true
 		sortServings(items)
 		rows := [][]string{o.header()}
 		for i := range items {
@@ -154,9 +155,16 @@ func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 		return false, nil
 	}
 	onEvent := func(t watch.EventType, it servingItem) (bool, error) {
+		key := it.Namespace + "/" + it.Name
 		phase := ""
-		if t == watch.Deleted {
+		switch {
+		case t == watch.Deleted:
 			phase = "Deleted"
+			delete(shown, key)
+		case shown[key] == it.ResourceVersion:
+			return false, nil
+		default:
+			shown[key] = it.ResourceVersion
 		}
 		renderTable(o.Streams.Out, [][]string{o.row(&it, phase)}, widths)
 		return false, nil

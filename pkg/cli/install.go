@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -292,20 +291,23 @@ func printManifests(w io.Writer, objs []*unstructured.Unstructured, format strin
 }
 
 func (o *InstallOptions) waitEstablished(ctx context.Context, name string) error {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		crd := &unstructured.Unstructured{}
-		crd.SetAPIVersion("apiextensions.k8s.io/v1")
-		crd.SetKind("CustomResourceDefinition")
-		if err := o.client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-			return false, client.IgnoreNotFound(err)
+	waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	crd.SetName(name)
+	err := waitForObject(waitCtx, o.client, crd, func(live *unstructured.Unstructured) bool {
+		if live == nil {
+			return false // not there yet
 		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
 		for _, c := range conds {
 			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
+				return true
 			}
 		}
-		return false, nil
+		return false
 	})
 	if err != nil {
 		return timedOut(err, fmt.Errorf("the CRD %s was not established within %s: %w", name, o.Timeout, err))
