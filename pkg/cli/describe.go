@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -161,7 +162,7 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 		s.Desired, s.Replicas, s.Ready, s.Updated, max(spec.GroupSize, 1), gpus)
 	r := spec.Rollout
 	fmt.Fprintf(kv, "Rollout:\t%s, maxSurge %s, maxUnavailable %s, partition %d%s\n", orDefault(string(r.Strategy), "RollingUpdate"),
-		intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptrOr(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])
+		intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptr.Deref(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])
 	fmt.Fprintf(kv, "Revisions:\tcurrent %s, update %s%s\n", orDash(ms.Status.CurrentRevision), orDash(d.updateRev), staleNote(ms))
 	if d.specErr != nil {
 		fmt.Fprintf(kv, "Invalid spec:\t%v\n", d.specErr)
@@ -334,13 +335,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func ptrOr(p *int32, def int32) int32 {
-	if p == nil {
-		return def
-	}
-	return *p
 }
 
 func intstrOr(v *intstr.IntOrString, def string) string {

@@ -7,12 +7,15 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	resourcehelper "k8s.io/component-helpers/resource"
+	schedulinghelper "k8s.io/component-helpers/scheduling/corev1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -104,25 +107,44 @@ func NodeCapacities(nodes []corev1.Node, pods []corev1.Pod, sched v1.SchedulingS
 	return out
 }
 
-// podGPUs is what a pod holds: the larger of its containers' sum and any init container.
+// podGPUs is what a pod holds, as the scheduler counts it (component-helpers' PodRequests: the
+// larger of the containers' sum and any init container, sidecars, pod overhead).
 func podGPUs(p *corev1.Pod) int64 {
-	req := func(c corev1.Container) int64 {
-		if q, ok := c.Resources.Requests[GPUResource]; ok {
-			return q.Value()
+	q := resourcehelper.PodRequests(withRequestsFromLimits(p), resourcehelper.PodResourcesOptions{})[GPUResource]
+	return q.Value()
+}
+
+// withRequestsFromLimits gives every container the GPU request its limit implies, as the API
+// server's defaulting does for a pod it stores (an extended resource's request is its limit).
+func withRequestsFromLimits(p *corev1.Pod) *corev1.Pod {
+	missing := func(cs []corev1.Container) bool {
+		for _, c := range cs {
+			_, req := c.Resources.Requests[GPUResource]
+			_, lim := c.Resources.Limits[GPUResource]
+			if lim && !req {
+				return true
+			}
 		}
-		if q, ok := c.Resources.Limits[GPUResource]; ok { // extended resources: requests default to limits
-			return q.Value()
+		return false
+	}
+	if !missing(p.Spec.Containers) && !missing(p.Spec.InitContainers) {
+		return p
+	}
+	p = p.DeepCopy()
+	for _, cs := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			if lim, ok := r.Limits[GPUResource]; ok {
+				if _, ok := r.Requests[GPUResource]; !ok {
+					if r.Requests == nil {
+						r.Requests = corev1.ResourceList{}
+					}
+					r.Requests[GPUResource] = lim
+				}
+			}
 		}
-		return 0
 	}
-	var sum, initMax int64
-	for _, c := range p.Spec.Containers {
-		sum += req(c)
-	}
-	for _, c := range p.Spec.InitContainers {
-		initMax = max(initMax, req(c))
-	}
-	return max(sum, initMax)
+	return p
 }
 
 func unschedulableWhy(n *corev1.Node, sched v1.SchedulingSpec) string {
@@ -134,45 +156,17 @@ func unschedulableWhy(n *corev1.Node, sched v1.SchedulingSpec) string {
 			return "not ready"
 		}
 	}
-	for _, t := range n.Spec.Taints {
-		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
-			continue
-		}
-		tolerated := false
-		for _, tol := range sched.Tolerations {
-			if tolerates(tol, t) {
-				tolerated = true
-				break
-			}
-		}
-		if !tolerated {
-			return "taint " + t.Key + ":" + string(t.Effect)
-		}
+	// The scheduler's own toleration match (component-helpers), on the taints that keep pods off.
+	keepsOff := func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}
+	if t, untolerated := schedulinghelper.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, sched.Tolerations, keepsOff, true); untolerated {
+		return "taint " + t.Key + ":" + string(t.Effect)
 	}
 	if len(sched.NodeSelector) > 0 && !labels.SelectorFromSet(sched.NodeSelector).Matches(labels.Set(n.Labels)) {
 		return "node selector"
 	}
 	return ""
-}
-
-// tolerates is the core of the scheduler's toleration match (without the numeric operators).
-func tolerates(tol corev1.Toleration, t corev1.Taint) bool {
-	if tol.Effect != "" && tol.Effect != t.Effect {
-		return false
-	}
-	if tol.Key == "" {
-		return tol.Operator == corev1.TolerationOpExists
-	}
-	if tol.Key != t.Key {
-		return false
-	}
-	switch tol.Operator {
-	case corev1.TolerationOpExists:
-		return true
-	case corev1.TolerationOpEqual, "":
-		return tol.Value == t.Value
-	}
-	return false
 }
 
 // check is one line of the preflight verdict.

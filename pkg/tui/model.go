@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
@@ -462,7 +463,7 @@ func (m *Model) derive() {
 			})
 			msg, done, err := status.RolloutStatus(ms)
 			m.sv = servingView{ms: ms, sum: sum, groups: sum.Groups, rollout: strings.TrimSpace(msg),
-				rolloutDone: done, rolloutErr: err, partition: ptrOr(ms.Spec.Rollout.Partition, 0), size: max(int(ms.Spec.GroupSize), 1)}
+				rolloutDone: done, rolloutErr: err, partition: ptr.Deref(ms.Spec.Rollout.Partition, 0), size: max(int(ms.Spec.GroupSize), 1)}
 			for _, g := range m.sv.groups {
 				m.sv.groupWidth = max(m.sv.groupWidth, len(groupLabel(g)))
 				m.sv.revisionWidth = max(m.sv.revisionWidth, len(m.revisionTag(g.Revision)))
@@ -572,11 +573,4 @@ func (m *Model) clamp() {
 	if m.screen == screenPods {
 		m.podOffset = max(0, min(m.podOffset, m.podLines()-h))
 	}
-}
-
-func ptrOr(p *int32, def int32) int32 {
-	if p == nil {
-		return def
-	}
-	return *p
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
@@ -607,7 +608,7 @@ func (m Model) listBody(h int) []string {
 		ms := m.list[m.rows[i]]
 		ready := ms.Status.ReadyGroups
 		if ready == "" {
-			ready = fmt.Sprintf("%d/%d", ms.Status.ReadyReplicas, ptrOr(ms.Spec.Replicas, 1))
+			ready = fmt.Sprintf("%d/%d", ms.Status.ReadyReplicas, ptr.Deref(ms.Spec.Replicas, 1))
 		}
 		phase := orDefault(string(ms.Status.Phase), "Unknown")
 		line := fmt.Sprintf(listFormat, ms.Name, ms.Spec.Model, ready, strconv.Itoa(int(ms.Status.UpdatedReplicas)),
