@@ -4,21 +4,10 @@ import (
 	"io"
 	"os"
 	"text/tabwriter"
-	"time"
-
-	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // newTable is an aligned table writer like kubectl's: three spaces between columns.
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 8, 3, ' ', 0) }
-
-// age prints how long ago t was, like kubectl's AGE column.
-func age(now, t time.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now.Sub(t))
-}
 
 // colors paints words only on a terminal and only without --no-color or NO_COLOR.
 type colors struct{ on bool }

@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
+	"github.com/kubectl-llm/kubectl-llm/pkg/tui"
 )
 
 // maxEvents bounds the events describe prints: the most recent ones.
@@ -169,7 +170,7 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	}
 	fmt.Fprintf(kv, "Phase:\t%s\n", o.colors.state(orDash(string(ms.Status.Phase))))
 	fmt.Fprintf(kv, "Endpoint:\t%s\n", orDash(ms.Status.Endpoint))
-	fmt.Fprintf(kv, "Age:\t%s\n", age(now, ms.CreationTimestamp.Time))
+	fmt.Fprintf(kv, "Age:\t%s\n", tui.Age(now, ms.CreationTimestamp.Time))
 	if err := kv.Flush(); err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	} else {
 		rows := [][]string{{"  TYPE", "STATUS", "REASON", "AGE", "MESSAGE"}}
 		for _, c := range ms.Status.Conditions {
-			rows = append(rows, []string{"  " + c.Type, o.colors.state(string(c.Status)), c.Reason, age(now, c.LastTransitionTime.Time), c.Message})
+			rows = append(rows, []string{"  " + c.Type, o.colors.state(string(c.Status)), c.Reason, tui.Age(now, c.LastTransitionTime.Time), c.Message})
 		}
 		renderTable(w, rows, nil)
 	}
@@ -325,9 +326,9 @@ func eventAge(now time.Time, e corev1.Event) string {
 		count = e.Series.Count
 	}
 	if count > 1 && !e.FirstTimestamp.IsZero() {
-		return fmt.Sprintf("%s (x%d over %s)", age(now, last), count, age(now, e.FirstTimestamp.Time))
+		return fmt.Sprintf("%s (x%d over %s)", tui.Age(now, last), count, tui.Age(now, e.FirstTimestamp.Time))
 	}
-	return age(now, last)
+	return tui.Age(now, last)
 }
 
 func orDefault(s, def string) string {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/tui"
 )
 
 // GetOptions list servings as a table or as objects.
@@ -209,7 +210,7 @@ func (o *GetOptions) row(it *servingItem, phaseOverride string) []string {
 	if it.Undecodable {
 		ready = "-"
 	}
-	r := []string{ms.Name, orDash(ms.Spec.Model), ready, fmt.Sprint(st.UpdatedReplicas), o.colors.state(phase), age(o.Clock.Now(), ms.CreationTimestamp.Time)}
+	r := []string{ms.Name, orDash(ms.Spec.Model), ready, fmt.Sprint(st.UpdatedReplicas), o.colors.state(phase), tui.Age(o.Clock.Now(), ms.CreationTimestamp.Time)}
 	if o.Output == "wide" {
 		engine := string(ms.Spec.Engine.Type)
 		if engine == "" {

@@ -24,13 +24,14 @@ func RunPlain(ctx context.Context, cfg Config) error {
 		return errors.New("the plain view needs a client")
 	}
 	cfg = cfg.withDefaults()
-	return runPlain(ctx, cfg, watchSource{client: cfg.Client})
+	return runPlain(ctx, cfg, watchSource{client: cfg.Client, lifetime: ctx})
 }
 
 func runPlain(parent context.Context, cfg Config, src source) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	st := src.open(ctx, cfg.Namespace, cfg.Name)
+	st := src.open(cfg.Namespace, cfg.Name)
+	defer st.cancel()
 	p := newPlainPrinter(cfg)
 	var (
 		result   error
