@@ -3,11 +3,7 @@ package cli
 import (
 	"io"
 	"os"
-	"text/tabwriter"
 )
-
-// newTable is an aligned table writer like kubectl's: three spaces between columns.
-func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 8, 3, ' ', 0) }
 
 // colors paints words only on a terminal and only without --no-color or NO_COLOR.
 type colors struct{ on bool }

@@ -50,7 +50,7 @@ type DeployOptions struct {
 	StartupTimeout time.Duration
 	Deadline       time.Duration
 	DryRun         string
-	Output         string
+	output         *outputFlags
 	Preflight      bool
 
 	set func(flag string) bool // whether a flag was given
@@ -112,12 +112,12 @@ change one thing.
 	f.DurationVar(&o.Deadline, "progress-deadline", 0, "How long a rollout may make no progress before it is reported failed (default 30m)")
 	f.StringVar(&o.DryRun, "dry-run", "none", `"none", "client" (print what would be applied) or "server" (validate and default on the API server, write nothing)`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
-	f.StringVarP(&o.Output, "output", "o", "", "Print the applied serving: yaml, json or name")
+	o.output = newOutputFlags("")
+	o.output.addFlags(cmd, "Print the applied serving: yaml, json or name (a client dry run prints yaml)")
 	f.BoolVar(&o.Preflight, "preflight", false, "Refuse to deploy when the spare GPUs of the cluster cannot hold the groups")
 	_ = cmd.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions([]cobra.Completion{"vllm", "sglang", "custom"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("strategy", cobra.FixedCompletions([]cobra.Completion{"RollingUpdate", "Recreate"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]cobra.Completion{"none", "client", "server"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"yaml", "json", "name"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -237,7 +237,10 @@ func (o *DeployOptions) Validate() error {
 	default:
 		return fmt.Errorf(`--dry-run must be "none", "client" or "server", not %q`, o.DryRun)
 	}
-	return validOutput(o.Output, "", "yaml", "json", "name")
+	if o.DryRun == "client" && o.output.format() == "" {
+		o.output.setFormat("yaml") // a client dry run is for its render
+	}
+	return o.output.validate()
 }
 
 func parseGroups(s string) (intstr.IntOrString, error) {
@@ -265,10 +268,7 @@ func (o *DeployOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.DryRun == "client" {
-		if o.Output == "" {
-			return printObject(u, "yaml", o.Streams.Out)
-		}
-		return printObject(u, o.Output, o.Streams.Out)
+		return o.output.printObject(u, o.Streams.Out)
 	}
 	host := o.host()
 	existing := &v1.ModelServing{}
@@ -292,8 +292,8 @@ func (o *DeployOptions) Run(ctx context.Context) error {
 	if o.DryRun == "none" {
 		o.warnWithoutLWS(ctx)
 	}
-	if o.Output != "" {
-		return printObject(u, o.Output, o.Streams.Out)
+	if !o.output.ownFormat() {
+		return o.output.printObject(u, o.Streams.Out)
 	}
 	verb := "created"
 	if exists {

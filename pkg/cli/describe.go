@@ -154,26 +154,24 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	if spec.Resources.GPUs != nil {
 		gpus = *spec.Resources.GPUs
 	}
-	kv := newTable(w)
-	fmt.Fprintf(kv, "Name:\t%s\n", ms.Name)
-	fmt.Fprintf(kv, "Namespace:\t%s\n", ms.Namespace)
-	fmt.Fprintf(kv, "Model:\t%s\n", spec.Model)
-	fmt.Fprintf(kv, "Engine:\t%s, image %s, port %d\n", orDefault(string(spec.Engine.Type), "vllm"), naming.EngineImage(spec.Engine), spec.Engine.Port)
-	fmt.Fprintf(kv, "Groups:\t%d desired, %d exist, %d ready, %d up-to-date; %d pod(s) per group, %d nvidia.com/gpu per pod\n",
-		s.Desired, s.Replicas, s.Ready, s.Updated, max(spec.GroupSize, 1), gpus)
+	var kv [][]string
+	kv = append(kv, []string{"Name:", ms.Name})
+	kv = append(kv, []string{"Namespace:", ms.Namespace})
+	kv = append(kv, []string{"Model:", spec.Model})
+	kv = append(kv, []string{"Engine:", fmt.Sprintf("%s, image %s, port %d", orDefault(string(spec.Engine.Type), "vllm"), naming.EngineImage(spec.Engine), spec.Engine.Port)})
+	kv = append(kv, []string{"Groups:", fmt.Sprintf("%d desired, %d exist, %d ready, %d up-to-date; %d pod(s) per group, %d nvidia.com/gpu per pod",
+		s.Desired, s.Replicas, s.Ready, s.Updated, max(spec.GroupSize, 1), gpus)})
 	r := spec.Rollout
-	fmt.Fprintf(kv, "Rollout:\t%s, maxSurge %s, maxUnavailable %s, partition %d%s\n", orDefault(string(r.Strategy), "RollingUpdate"),
-		intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptr.Deref(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])
-	fmt.Fprintf(kv, "Revisions:\tcurrent %s, update %s%s\n", orDash(ms.Status.CurrentRevision), orDash(d.updateRev), staleNote(ms))
+	kv = append(kv, []string{"Rollout:", fmt.Sprintf("%s, maxSurge %s, maxUnavailable %s, partition %d%s", orDefault(string(r.Strategy), "RollingUpdate"),
+		intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptr.Deref(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])})
+	kv = append(kv, []string{"Revisions:", fmt.Sprintf("current %s, update %s%s", orDash(ms.Status.CurrentRevision), orDash(d.updateRev), staleNote(ms))})
 	if d.specErr != nil {
-		fmt.Fprintf(kv, "Invalid spec:\t%v\n", d.specErr)
+		kv = append(kv, []string{"Invalid spec:", d.specErr.Error()})
 	}
-	fmt.Fprintf(kv, "Phase:\t%s\n", o.colors.state(orDash(string(ms.Status.Phase))))
-	fmt.Fprintf(kv, "Endpoint:\t%s\n", orDash(ms.Status.Endpoint))
-	fmt.Fprintf(kv, "Age:\t%s\n", tui.Age(now, ms.CreationTimestamp.Time))
-	if err := kv.Flush(); err != nil {
-		return err
-	}
+	kv = append(kv, []string{"Phase:", o.colors.state(orDash(string(ms.Status.Phase)))})
+	kv = append(kv, []string{"Endpoint:", orDash(ms.Status.Endpoint)})
+	kv = append(kv, []string{"Age:", tui.Age(now, ms.CreationTimestamp.Time)})
+	renderTable(w, kv, nil)
 	fmt.Fprintln(w, "Conditions:")
 	if len(ms.Status.Conditions) == 0 {
 		fmt.Fprintln(w, "  (none yet: is the operator running? kubectl llm operator, or kubectl llm install)")

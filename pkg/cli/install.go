@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -39,7 +38,7 @@ type InstallOptions struct {
 	LWS     string
 	Image   string
 	DryRun  string
-	Output  string
+	output  *outputFlags
 	Wait    bool
 	Timeout time.Duration
 
@@ -75,7 +74,8 @@ operator hosting LWS.`,
 	f.StringVar(&o.Image, "image", defaultOperatorImage(), "The operator image (default: the release of this kubectl llm's own version)")
 	f.StringVar(&o.DryRun, "dry-run", "none", `"none", "client" (print the manifests) or "server" (validate on the API server, write nothing)`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
-	f.StringVarP(&o.Output, "output", "o", "", "Print the manifests (yaml, json) or their names (name) instead of a line per applied object")
+	o.output = newOutputFlags("")
+	o.output.addFlags(cmd, "Print the manifests (yaml, json) or their names (name) instead of a line per applied object (a client dry run prints yaml)")
 	f.BoolVar(&o.Wait, "wait", true, "Wait until the CRDs are established")
 	f.DurationVar(&o.Timeout, "timeout", time.Minute, "How long --wait waits")
 	return cmd
@@ -106,7 +106,10 @@ func (o *InstallOptions) Validate() error {
 	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n") {
 		return fmt.Errorf("--image %q is not an image reference", o.Image)
 	}
-	return validOutput(o.Output, "", "yaml", "json", "name")
+	if o.DryRun == "client" && o.output.format() == "" {
+		o.output.setFormat("yaml") // a client dry run is for its render
+	}
+	return o.output.validate()
 }
 
 // Run applies the manifests in order: namespace and CRDs first, the operator last.
@@ -136,7 +139,7 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		}
 	}
 	if o.DryRun == "client" {
-		return printManifests(o.Streams.Out, objs, o.Output)
+		return o.printManifests(objs)
 	}
 	opts := []client.ApplyOption{client.FieldOwner(v1.FieldManager), client.ForceOwnership}
 	suffix := "serverside-applied"
@@ -147,7 +150,7 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		if err := o.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
 			return fmt.Errorf("apply %s: %w", resourceName(u), explain(err, host))
 		}
-		if o.Output == "" {
+		if o.output.ownFormat() {
 			fmt.Fprintf(o.Streams.Out, "%s %s\n", resourceName(u), suffix)
 		}
 	}
@@ -160,8 +163,8 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	if o.Output != "" {
-		return printManifests(o.Streams.Out, objs, o.Output)
+	if !o.output.ownFormat() {
+		return o.printManifests(objs)
 	}
 	return nil
 }
@@ -275,15 +278,10 @@ func setImage(u *unstructured.Unstructured, image string) error {
 	return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
 }
 
-func printManifests(w io.Writer, objs []*unstructured.Unstructured, format string) error {
-	if format == "" {
-		format = "yaml"
-	}
-	for i, u := range objs {
-		if format == "yaml" && i > 0 {
-			fmt.Fprintln(w, "---")
-		}
-		if err := printObject(u, format, w); err != nil {
+// printManifests prints each manifest in the -o format (yaml separates them with ---).
+func (o *InstallOptions) printManifests(objs []*unstructured.Unstructured) error {
+	for _, u := range objs {
+		if err := o.output.printObject(u, o.Streams.Out); err != nil {
 			return err
 		}
 	}

@@ -395,26 +395,23 @@ func printPreflight(w io.Writer, r preflightReport, c colors) error {
 	}
 	fmt.Fprintf(w, "Preflight of %s (%s): %d group(s) of %d pod(s), %d nvidia.com/gpu per pod, %s, maxSurge %d\n\n",
 		r.Serving, kind, r.Groups, r.GroupSize, r.GPUsPerPod, r.Strategy, r.MaxSurge)
-	t := newTable(w)
-	fmt.Fprintln(t, "NODE\tSCHEDULABLE\tALLOCATABLE\tREQUESTED\tSPARE")
+	rows := [][]string{{"NODE", "SCHEDULABLE", "ALLOCATABLE", "REQUESTED", "SPARE"}}
 	for _, n := range r.Nodes {
 		sched := "yes"
 		if !n.Schedulable {
 			sched = "no (" + n.Why + ")"
 		}
-		fmt.Fprintf(t, "%s\t%s\t%d\t%d\t%d\n", n.Name, sched, n.Allocatable, n.Requested, n.Spare())
+		rows = append(rows, []string{n.Name, sched, fmt.Sprint(n.Allocatable), fmt.Sprint(n.Requested), fmt.Sprint(n.Spare())})
 	}
 	if len(r.Nodes) == 0 {
-		fmt.Fprintln(t, "(no nodes)\t\t\t\t")
+		rows = append(rows, []string{"(no nodes)"})
 	}
-	if err := t.Flush(); err != nil {
-		return err
-	}
+	renderTable(w, rows, nil)
 	fmt.Fprintln(w)
-	t = newTable(w)
-	fmt.Fprintln(t, "CHECK\tRESULT\tDETAIL")
+	rows = [][]string{{"CHECK", "RESULT", "DETAIL"}}
 	for _, ch := range r.Checks {
-		fmt.Fprintf(t, "%s\t%s\t%s\n", ch.Name, c.state(ch.Result), ch.Detail)
+		rows = append(rows, []string{ch.Name, c.state(ch.Result), ch.Detail})
 	}
-	return t.Flush()
+	renderTable(w, rows, nil)
+	return nil
 }

@@ -70,7 +70,7 @@ func (o *ScaleOptions) Run(ctx context.Context) error {
 	if err := o.client.SubResource("scale").Patch(ctx, ms, patch, client.WithSubResourceBody(scale), client.FieldOwner(v1.FieldManager)); err != nil {
 		return explain(err, host)
 	}
-	if o.Output != "" {
+	if o.wantsObject() {
 		if ms, err = getServing(ctx, o.client, o.namespace, o.Name, host); err != nil {
 			return err
 		}
