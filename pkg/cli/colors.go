@@ -3,17 +3,23 @@ package cli
 import (
 	"io"
 	"os"
+
+	"github.com/charmbracelet/colorprofile"
 )
 
-// colors paints words only on a terminal and only without --no-color or NO_COLOR.
+// colors paints words only on a terminal that shows colour (or with CLICOLOR_FORCE), never with
+// --no-color or NO_COLOR.
 type colors struct{ on bool }
 
-// newColors are the colours for what a command writes to w (its Out or its ErrOut).
+// newColors are the colours for what a command writes to w (its Out or its ErrOut): what
+// colorprofile detects for w (a terminal, not TERM=dumb; CLICOLOR_FORCE=1 forces colour), off
+// with --no-color or any NO_COLOR value (no-color.org: any non-empty value, which colorprofile
+// reads as a boolean).
 func newColors(o *RootOptions, w io.Writer) colors {
 	if o.NoColor || os.Getenv("NO_COLOR") != "" {
 		return colors{}
 	}
-	return colors{on: isTerminal(w)}
+	return colors{on: colorprofile.Detect(w, os.Environ()) >= colorprofile.ANSI}
 }
 
 func (c colors) paint(code, s string) string {

@@ -95,9 +95,10 @@ Exit codes, the same for every command:
 In scripts and pipelines: stdout carries only what was asked for (the table, the status lines, the
 -o yaml|json|name output); errors, warnings and notes go to stderr. The live view (watch, and
 rollout status) starts only when stdin and stdout are both terminals; otherwise, or with --no-tui,
-they print plain lines, one per change. Colour is used only on a terminal, never with --no-color
-or NO_COLOR set. No command asks a question or reads stdin, except deploy -f -. Every command that
-changes a serving takes -o yaml|json|name to print it as it is after the change. See
+they print plain lines, one per change. Colour is used only on a terminal (not TERM=dumb) or with
+CLICOLOR_FORCE=1, and never with --no-color or NO_COLOR set. No command asks a question or reads
+stdin, except deploy -f -. Every command that changes a serving takes -o yaml|json|name (or
+kubectl's jsonpath and go-template formats) to print it as it is after the change. See
 docs/automation.md for a CI pipeline.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
