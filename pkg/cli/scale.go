@@ -52,9 +52,6 @@ func (o *ScaleOptions) Validate() error {
 	if !o.set("replicas") {
 		return fmt.Errorf("--replicas is required: the number of groups, e.g. --replicas 2")
 	}
-	if o.Replicas < 0 || o.Replicas > 1000 {
-		return fmt.Errorf("--replicas must be between 0 and 1000 groups, not %d", o.Replicas)
-	}
 	return o.validateOutput()
 }
 
