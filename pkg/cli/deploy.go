@@ -251,7 +251,7 @@ func (o *DeployOptions) unchanged(existing *v1.ModelServing, applied *unstructur
 // warnWithoutLWS says, on stderr, when the cluster has no LeaderWorkerSet API: the serving is
 // stored, but no group starts until LWS is installed or the operator hosts it.
 func (o *DeployOptions) warnWithoutLWS(ctx context.Context) {
-	if ch := crdCheck(ctx, o.client, "LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"); ch.Result == "FAIL" {
+	if ch := crdCheck(ctx, o.client, "LeaderWorkerSet API", lwsCRDName); ch.Result == "FAIL" {
 		fmt.Fprintln(o.Streams.ErrOut, "Warning: the LeaderWorkerSet API is not installed in this cluster: no group starts until it is"+
 			" (install LWS, or run the operator with --lws=embedded)")
 	}

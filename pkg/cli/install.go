@@ -123,16 +123,13 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.Image == defaultOperatorImage() && version == "dev" && o.DryRun == "none" {
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: this kubectl llm is a development build; its operator image %s is not published: pass --image with an image you built.\n", o.Image)
-	}
 	if variant == "embedded" && o.DryRun != "client" {
 		if err := o.checkNoOtherLWS(ctx, objs, host); err != nil {
 			return err
 		}
 	}
 	for _, u := range objs {
-		if u.GetKind() == "Deployment" && u.GetName() == "kubectl-llm-operator" {
+		if isOperatorDeployment(u) {
 			if err := setImage(u, o.Image); err != nil {
 				return err
 			}
@@ -147,6 +144,10 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		opts, suffix = append(opts, client.DryRunAll), "serverside-applied (server dry run)"
 	}
 	for _, u := range objs {
+		if isOperatorDeployment(u) && o.Image == defaultOperatorImage() && version == "dev" && o.DryRun == "none" {
+			// Said where it matters, and only once the objects before it could be applied.
+			fmt.Fprintf(o.Streams.ErrOut, "Warning: this kubectl llm is a development build; its operator image %s is not published: pass --image with an image you built.\n", o.Image)
+		}
 		if err := o.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
 			return fmt.Errorf("apply %s: %w", resourceName(u), explain(err, host))
 		}
@@ -193,6 +194,11 @@ func (o *InstallOptions) variant(ctx context.Context) (string, error) {
 		}
 		return "", fmt.Errorf("cannot tell whether LeaderWorkerSet is installed (%s): choose --lws=external or --lws=embedded", ch.Detail)
 	}
+}
+
+// isOperatorDeployment is true for the manifest of the operator's Deployment.
+func isOperatorDeployment(u *unstructured.Unstructured) bool {
+	return u.GetKind() == "Deployment" && u.GetName() == "kubectl-llm-operator"
 }
 
 // defaultOperatorImage is the operator image of this binary's own version.

@@ -10,8 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -289,8 +287,8 @@ func (o *PreflightOptions) report(ctx context.Context, ms, existing *v1.ModelSer
 		r.MaxSurge = 0
 	}
 
-	r.Checks = append(r.Checks, crdCheck(ctx, o.client, "ModelServing API", "modelservings.serving.kubectl-llm.dev"),
-		crdCheck(ctx, o.client, "LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"))
+	r.Checks = append(r.Checks, crdCheck(ctx, o.client, "ModelServing API", servingCRDName),
+		crdCheck(ctx, o.client, "LeaderWorkerSet API", lwsCRDName))
 	if r.Checks[1].Result == "FAIL" {
 		r.Checks[1].Detail += " (install LeaderWorkerSet, or run the operator with --lws=embedded)"
 	}
@@ -354,38 +352,6 @@ func podsCount(n int64) string {
 		return "any number of"
 	}
 	return fmt.Sprint(n)
-}
-
-// crdCheck reads a CRD to say whether an API is installed and which versions it serves. It is the
-// one "is this API served" check of preflight, deploy, install and version.
-func crdCheck(ctx context.Context, c client.Reader, what, name string) check {
-	crd := &unstructured.Unstructured{}
-	crd.SetAPIVersion("apiextensions.k8s.io/v1")
-	crd.SetKind("CustomResourceDefinition")
-	err := c.Get(ctx, client.ObjectKey{Name: name}, crd)
-	switch {
-	case apierrors.IsNotFound(err):
-		return check{Name: what, Result: "FAIL", Detail: name + " is not installed"}
-	case err != nil:
-		return check{Name: what, Result: "unknown", Detail: "cannot read the CRD " + name + ": " + explain(err, "").Error(), err: err}
-	}
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	var served []string
-	storage := ""
-	for _, v := range versions {
-		m, ok := v.(map[string]any)
-		if !ok {
-			continue
-		}
-		n, _ := m["name"].(string)
-		if s, _ := m["served"].(bool); s {
-			served = append(served, n)
-		}
-		if s, _ := m["storage"].(bool); s {
-			storage = n
-		}
-	}
-	return check{Name: what, Result: "ok", Detail: fmt.Sprintf("%s served (storage %s)", strings.Join(served, ", "), storage)}
 }
 
 func printPreflight(w io.Writer, r preflightReport, c colors) error {
