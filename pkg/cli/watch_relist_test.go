@@ -88,6 +88,37 @@ type chanWatch struct {
 func (c *chanWatch) Stop()                          { c.stop() }
 func (c *chanWatch) ResultChan() <-chan watch.Event { return c.ch }
 
+// startBroken runs a command in the background through a brokenWatches client; done gets its
+// exit code.
+func startBroken(t *testing.T, ctx context.Context, now time.Time, args ...string) (b *brokenWatches, out, errOut *syncBuffer, done <-chan int) {
+	t.Helper()
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = &brokenWatches{WithWatch: c}
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	o := &cli.RootOptions{ConfigFlags: genericclioptions.NewConfigFlags(true), Client: b,
+		Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, Clock: clocktesting.NewFakePassiveClock(now)}
+	cmd := cli.NewRootCommandWith(o)
+	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
+	codes := make(chan int, 1)
+	go func() { codes <- cli.Execute(ctx, cmd, errOut) }()
+	return b, out, errOut, codes
+}
+
+// waitForWatches waits until the command opened n watches.
+func (b *brokenWatches) waitForWatches(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, w := b.counts(); w < n; _, w = b.counts() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command opened fewer than %d watches", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestRolloutStatusSurvivesClosedAndExpiredWatches: rollout status keeps waiting through watches
 // that close and a resourceVersion that expired (it resumes, and lists again), and still sees
 // every step of the rollout to its end.
@@ -97,39 +128,14 @@ func TestRolloutStatusSurvivesClosedAndExpiredWatches(t *testing.T) {
 	ms := seedServing(t, ns, fixtures.Serving("qwen", ns).Replicas(2))
 	writeStatus(t, ms, v1.ModelServingStatus{Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 1, Conditions: conditions(now, available, rollingOut, notDegraded)})
 
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	broken := &brokenWatches{WithWatch: c}
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	o := &cli.RootOptions{ConfigFlags: genericclioptions.NewConfigFlags(true), Client: broken,
-		Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, Clock: clocktesting.NewFakePassiveClock(now)}
-	cmd := cli.NewRootCommandWith(o)
-	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "-n", ns, "rollout", "status", "qwen", "--timeout", "50s"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	done := make(chan int, 1)
-	go func() { done <- cli.Execute(ctx, cmd, errOut) }()
+	broken, out, errOut, done := startBroken(t, ctx, now, "-n", ns, "rollout", "status", "qwen", "--timeout", "50s")
 
 	waitFor(t, out, "Waiting for rollout to finish: 1 of 2 groups updated...")
-	// Each step is written only once the watch it travels on is a later one than the last step's.
-	waitForWatches := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if _, w := broken.counts(); w >= n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the command opened fewer than %d watches", n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	writeStatus(t, ms, v1.ModelServingStatus{Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 2, Conditions: conditions(now, available, rollingOut, notDegraded)})
 	waitFor(t, out, "1 of 2 updated groups ready...")
-	waitForWatches(3) // past the refused one: a relist happened
+	broken.waitForWatches(t, 3) // past the refused one: a relist happened
 	writeStatus(t, ms, v1.ModelServingStatus{Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, Conditions: conditions(now, available, complete, notDegraded)})
 	select {
 	case code := <-done:
@@ -147,5 +153,37 @@ func TestRolloutStatusSurvivesClosedAndExpiredWatches(t *testing.T) {
 	}
 	if lists, watches := broken.counts(); lists < 2 || watches < 3 {
 		t.Errorf("%d lists and %d watches: the expired watch did not make it list again", lists, watches)
+	}
+}
+
+// TestGetWatchPrintsEachChangeOnceThroughARelist: get -w through watches that close and expire
+// prints the table once and then one line per change: not the listed servings again (the
+// watch hands them over after the list), and not the unchanged ones a relist hands over.
+func TestGetWatchPrintsEachChangeOnceThroughARelist(t *testing.T) {
+	ns := namespace(t, "get-watch-relist")
+	ms := seedServing(t, ns, fixtures.Serving("qwen", ns).Replicas(2))
+	seedServing(t, ns, fixtures.Serving("still", ns))
+	now := clockAfter(t, ms)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	broken, out, errOut, done := startBroken(t, ctx, now, "-n", ns, "get", "-w")
+
+	waitFor(t, out, "still")
+	writeStatus(t, ms, v1.ModelServingStatus{Phase: v1.PhaseProgressing, Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 2, ReadyGroups: "1/2"})
+	waitFor(t, out, "Progressing")
+	broken.waitForWatches(t, 3) // past the refused watch: a relist
+	writeStatus(t, ms, v1.ModelServingStatus{Phase: v1.PhaseReady, Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, ReadyGroups: "2/2"})
+	waitFor(t, out, "Ready")
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 5 || strings.Count(out.String(), "still") != 1 {
+		t.Errorf("want the header, 2 servings and 2 changes of qwen, each once; got:\n%s", out.String())
+	}
+	if lists, _ := broken.counts(); lists < 2 {
+		t.Errorf("%d lists: the expired watch did not make it list again", lists)
 	}
 }
