@@ -69,6 +69,7 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"get", "qwen", "-A"}, "NAME cannot be combined with --all-namespaces (-A)"},
 		{[]string{"get", "-w", "-o", "yaml"}, "--watch (-w) prints table lines: use it with -o table or -o wide, not -o yaml"},
 		{[]string{"get", "a", "b"}, "expected at most one NAME, got 2 arguments (a b)"},
+		{[]string{"watch", "a", "b"}, "expected at most one NAME, got 2 arguments (a b): kubectl llm watch [NAME]"},
 		{[]string{"get", "qwne"}, `modelserving "qwne" not found in namespace "bad-invocations"; did you mean qwen?`},
 		{[]string{"describe"}, "NAME is required: kubectl llm describe NAME"},
 		{[]string{"describe", "llama"}, `modelserving "llama" not found in namespace "bad-invocations" (kubectl llm get lists the 1 there)`},

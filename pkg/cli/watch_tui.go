@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -42,14 +43,24 @@ prints one plain line per change instead, until it is stopped (Ctrl-C, SIGTERM).
 		Example: `  kubectl llm watch qwen
   kubectl llm watch              # every serving of the namespace; enter opens one
   kubectl llm watch qwen --no-tui`,
-		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeServingNames(root),
-		RunE: runE(func(_ *cobra.Command, args []string) error {
-			return o.complete(o.RootOptions, args)
-		}, func() error { return nil }, o.Run),
+		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
 	cmd.Flags().BoolVar(&o.NoTUI, "no-tui", false, "Print plain change lines instead of the live view")
 	return cmd
+}
+
+// Complete reads the optional NAME and resolves the client.
+func (o *WatchOptions) Complete(_ *cobra.Command, args []string) error {
+	return o.complete(o.RootOptions, args)
+}
+
+// Validate checks there is at most one NAME.
+func (o *WatchOptions) Validate() error {
+	if len(o.args) > 1 {
+		return fmt.Errorf("expected at most one NAME, got %d arguments (%s): kubectl llm watch [NAME]", len(o.args), strings.Join(o.args, " "))
+	}
+	return nil
 }
 
 // Run shows the live view, or plain lines off a terminal.
