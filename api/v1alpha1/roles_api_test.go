@@ -3,6 +3,8 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,8 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
 // roles is a valid spec with both roles as unstructured content; each bad case edits a copy.
@@ -209,5 +213,23 @@ func TestRolesCannotBeAddedOrRemovedButCanBeScaled(t *testing.T) {
 	if err := env.Client.SubResource("scale").Update(ctx, pd, client.WithSubResourceBody(scale)); err == nil ||
 		!strings.Contains(err.Error(), "spec.replicas does not apply with spec.roles") {
 		t.Errorf("kubectl scale of a serving with roles: got %v, want the refusal", err)
+	}
+}
+
+func TestTheSampleWithRolesIsAccepted(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", "demo-pd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms v1.ModelServing
+	if err := yaml.UnmarshalStrict(raw, &ms); err != nil {
+		t.Fatalf("config/samples/demo-pd.yaml: %v", err)
+	}
+	ms.Namespace = namespace(t)
+	if err := env.Client.Create(context.Background(), &ms); err != nil {
+		t.Fatalf("config/samples/demo-pd.yaml refused: %v", err)
+	}
+	if len(ms.Spec.Roles) != 2 || *ms.Spec.Roles[0].Replicas != 2 || *ms.Spec.Roles[1].Replicas != 6 {
+		t.Errorf("roles = %+v, want 2 prefill and 6 decode groups", ms.Spec.Roles)
 	}
 }
