@@ -97,8 +97,9 @@ type Plan struct {
 	// Both are 0 when no rollout is under way (creation and scaling go straight to the target).
 	Step, Steps int
 	State       State
-	// Why says what the plan waits for or holds on, for logs, events and views ("" when
-	// Progressing or Complete).
+	// Why says what the plan waits for or holds on, for logs, events and views: the roles whose
+	// new groups are not ready, the pause, the canary, Recreate's old groups ("" when nothing
+	// holds it).
 	Why string
 }
 
