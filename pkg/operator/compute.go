@@ -2,6 +2,7 @@ package operator
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -36,6 +37,9 @@ type intent struct {
 	notes []string
 }
 
+// errRolesNotServed is the spec error of a serving with spec.roles until the operator renders them.
+var errRolesNotServed = errors.New("spec.roles: this operator version does not render prefill/decode roles yet; remove spec.roles, or upgrade the operator")
+
 // revisionRenumber makes an existing revision the newest.
 type revisionRenumber struct {
 	name string
@@ -58,6 +62,11 @@ func compute(obs *observed, in computeInput) intent {
 	}
 	if err := ValidateSpec(ms); err != nil {
 		return intent{specErr: err}
+	}
+	if len(ms.Spec.Roles) > 0 {
+		// The API, the planner and the role command lines exist; the reconciler does not render
+		// roles yet. Refused, not rendered as one role from the top-level fields.
+		return intent{specErr: errRolesNotServed}
 	}
 	out := intent{updateRev: revision.Name(ms.Name, updateSpec)}
 
