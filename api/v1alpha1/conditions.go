@@ -41,11 +41,10 @@ const (
 	ReasonNameConflict = "NameConflict"
 	// ReasonFailedCreate: the LeaderWorkerSet or StatefulSet controller cannot create the groups'
 	// pods or StatefulSets (Pod Security, a missing PriorityClass, a quota, an invalid field).
-	ReasonFailedCreate           = "FailedCreate"
+	ReasonFailedCreate = "FailedCreate"
+	// ReasonLeaderWorkerSetMissing: the API server does not serve LeaderWorkerSet (its CRD is not
+	// installed or was removed), so the serving's groups cannot be applied.
 	ReasonLeaderWorkerSetMissing = "LeaderWorkerSetMissing"
-
-	// Any condition whose inputs could not be read.
-	ReasonUnknown = "Unknown"
 )
 
 // Labels and annotations shared by the operator, the plugin and the simulated cluster.

@@ -152,14 +152,35 @@ func base() map[string]any {
 	return map[string]any{"model": "Qwen/Qwen3-0.6B"}
 }
 
-func TestBadSpecsAreRefusedWithAMessage(t *testing.T) {
-	ctx := context.Background()
+// refusal is a bad spec (a valid one edited) and what the API server's refusal must say.
+type refusal struct {
+	name string
+	edit func(spec map[string]any)
+	want string
+}
+
+// assertRefused creates each edited spec and checks that it is refused with its message. The
+// names are valid ones, so that the refusal is the spec's own.
+func assertRefused(t *testing.T, valid func() map[string]any, cases []refusal) {
+	t.Helper()
 	ns := namespace(t)
-	cases := []struct {
-		name string
-		edit func(spec map[string]any)
-		want string
-	}{
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := valid()
+			tc.edit(spec)
+			err := env.Client.Create(context.Background(), modelServing(ns, fmt.Sprintf("bad%dx", i), spec))
+			if err == nil {
+				t.Fatalf("the API server accepted %v; want a refusal containing %q", spec, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("refusal does not say what to fix:\n got: %v\nwant: …%s…", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBadSpecsAreRefusedWithAMessage(t *testing.T) {
+	assertRefused(t, base, []refusal{
 		{"empty model", func(s map[string]any) { s["model"] = "" }, "spec.model must name the model to serve"},
 		{"blank model", func(s map[string]any) { s["model"] = "   " }, "spec.model must name the model to serve"},
 		{"missing model", func(s map[string]any) { delete(s, "model") }, "spec.model: Required value"},
@@ -198,21 +219,7 @@ func TestBadSpecsAreRefusedWithAMessage(t *testing.T) {
 		{"weights from an unknown scheme", func(s map[string]any) { s["weights"] = map[string]any{"source": "ftp://x/y"} }, "spec.weights.source must start with pvc://, hf:// or s3://"},
 		{"unknown restart policy", func(s map[string]any) { s["restartPolicy"] = "Always" }, `spec.restartPolicy: Unsupported value: "Always"`},
 		{"unknown strategy", func(s map[string]any) { s["rollout"] = map[string]any{"strategy": "BlueGreen"} }, `spec.rollout.strategy: Unsupported value: "BlueGreen"`},
-	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			spec := base()
-			tc.edit(spec)
-			u := modelServing(ns, fmt.Sprintf("bad-%d", i), spec)
-			err := env.Client.Create(ctx, u)
-			if err == nil {
-				t.Fatalf("the API server accepted %v; want a refusal containing %q", spec, tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("refusal does not say what to fix:\n got: %v\nwant: …%s…", err, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestRestartCannotBeRemovedOnceSet(t *testing.T) {

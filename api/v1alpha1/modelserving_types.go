@@ -61,6 +61,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",optionalOldSelf=true,message="metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit), as the LeaderWorkerSet and its Service take it; e.g. qwen3-8b"
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.metadata.name.matches('-[0-9]+$')",optionalOldSelf=true,message="metadata.name must not end in -<number>: LeaderWorkerSet names group N's objects <name>-N, which would collide with the groups of a serving named without the suffix; e.g. llama3b instead of llama-3"
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.metadata.name.endsWith('-api')",optionalOldSelf=true,message="metadata.name must not end in -api: the serving <name> makes a Service <name>-api, which would collide with the LeaderWorkerSet Service of a serving named <name>-api; choose another name"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.metadata.name.matches('-(prefill|decode)$')",optionalOldSelf=true,message="metadata.name must not end in -prefill or -decode: a serving <name> with spec.roles names its LeaderWorkerSets <name>-prefill and <name>-decode, which would collide with this serving's; choose another name"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !has(self.spec.roles) || self.metadata.name.size() <= 39",optionalOldSelf=true,message="metadata.name must be at most 39 characters for a serving with spec.roles: each role's LeaderWorkerSet is named <name>-prefill or <name>-decode, and its group 1999's pods carry the label controller-revision-hash=<name>-prefill-1999-<hash of up to 10>, which must fit 63; choose a shorter name"
 //
 // The name rules are checked at creation only (a name never changes): a serving made before them
 // can still be updated, and deleted (its finalizer removed).
@@ -84,6 +86,12 @@ type ModelServingList struct {
 // ModelServingSpec is what the user wants served.
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.restart) || has(self.restart)",message="spec.restart cannot be removed once set: to restart again, set a new spec.restart.id"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.roles) == has(self.roles)",message="spec.roles cannot be added to or removed from an existing serving: a serving with roles runs a LeaderWorkerSet per role, one without runs one for the serving; create a new serving instead"
+// +kubebuilder:validation:XValidation:rule="!has(self.roles) || (self.roles.exists(r, r.name == 'prefill') && self.roles.exists(r, r.name == 'decode'))",message="spec.roles must name both a prefill and a decode role: the prefill groups hand their KV cache to the decode groups, neither serves alone"
+// +kubebuilder:validation:XValidation:rule="!has(self.roles) || self.roles.all(r, r.replicas == 0) || self.roles.all(r, r.replicas > 0)",message="spec.roles[].replicas must be 0 for every role or for none: prefill groups without decode groups (or the reverse) cannot serve; scale every role to 0 to stop the serving"
+// +kubebuilder:validation:XValidation:rule="!has(self.roles) || !has(self.replicas) || self.replicas == 1",message="spec.replicas does not apply with spec.roles, where each role counts its own groups: leave it at 1 and set spec.roles[].replicas (e.g. kubectl patch --type=json on /spec/roles/1/replicas)"
+// +kubebuilder:validation:XValidation:rule="!has(self.roles) || !has(self.rollout) || !has(self.rollout.partition) || self.rollout.partition == 0",message="spec.rollout.partition does not apply with spec.roles, as a group index names a different group in each role: set spec.roles[].rollout.partition to hold a canary in each role"
+// +kubebuilder:validation:XValidation:rule="!has(self.roles) || !has(self.rollout) || !has(self.rollout.strategy) || self.rollout.strategy != 'Recreate' || self.roles.all(r, !has(r.rollout) || !has(r.rollout.maxSurge) || (type(r.rollout.maxSurge) == int ? r.rollout.maxSurge == 0 : r.rollout.maxSurge == '0%'))",message="spec.roles[].rollout.maxSurge must be 0 with strategy Recreate, which stops the old groups of every role before starting new ones"
 type ModelServingSpec struct {
 	// Model is what the engine serves, e.g. Qwen/Qwen3-0.6B or a path inside the weights volume.
 	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="spec.model must name the model to serve, e.g. Qwen/Qwen3-0.6B"
@@ -139,6 +147,20 @@ type ModelServingSpec struct {
 	// Scheduling places the pods.
 	// +optional
 	Scheduling SchedulingSpec `json:"scheduling,omitempty"`
+
+	// Roles split the serving into prefill and decode groups (disaggregated serving): each role
+	// has its own groups, group size, resources, engine arguments, scheduling and rollout limits,
+	// while the model, engine, weights, readiness, template and revision are the serving's. The
+	// fields of spec above are the defaults of every role: a field a role sets replaces the
+	// serving's for that role. A serving without roles is one role made of the fields above.
+	// Roles are rolled out together: at no step does one role's share of ready groups on the
+	// new revision run more than one step ahead of another's.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=2
+	// +kubebuilder:validation:MaxItems=2
+	// +optional
+	Roles []RoleSpec `json:"roles,omitempty"`
 
 	// Template is an optional pod template (a core/v1 PodTemplateSpec) merged last over the
 	// generated one (strategic merge, containers by name; the engine container is named "engine").

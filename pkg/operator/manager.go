@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/pkg/scheme"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
@@ -73,13 +75,96 @@ func DefaultOptions() Options {
 	}
 }
 
-// servingPods selects the pods the cache holds: only those of servings, never every pod.
-func servingPods() labels.Selector {
-	req, err := labels.NewRequirement(v1.LabelName, selection.Exists, nil)
-	if err != nil {
-		panic(err)
+// hasLabels selects the objects that carry every one of the keys.
+func hasLabels(keys ...string) labels.Selector {
+	sel := labels.NewSelector()
+	for _, k := range keys {
+		req, err := labels.NewRequirement(k, selection.Exists, nil)
+		if err != nil {
+			panic(err)
+		}
+		sel = sel.Add(*req)
 	}
-	return labels.NewSelector().Add(*req)
+	return sel
+}
+
+// mainCacheOptions are what the manager's cache holds: never every object of a kind the cluster
+// has many of. Without embedded LWS: ModelServings, the pods of servings and FailedCreate events
+// (our Services, ControllerRevisions and LeaderWorkerSets are in the children cache). With
+// embedded LWS, also what the LWS controllers read, each kind selected by LWS's own label:
+// their pods, StatefulSets, headless Services and ControllerRevisions (every LeaderWorkerSet
+// and the nodes, for exclusive placement, are cached whole, as LWS needs them). Managed fields
+// are dropped from every cached object: nothing reads them.
+func mainCacheOptions(mode string) cache.Options {
+	pods := hasLabels(v1.LabelName)
+	byObject := map[client.Object]cache.ByObject{
+		// Only the events that say a LeaderWorkerSet or StatefulSet cannot create what it must.
+		&corev1.Event{}: {Field: fields.OneTermEqualSelector("reason", status.EventFailedCreate)},
+	}
+	if mode == LWSEmbedded {
+		// LWS needs every pod it made, which all carry its set-name label; ours carry both.
+		lwsMade := hasLabels(lwsv1.SetNameLabelKey)
+		pods = lwsMade
+		byObject[&appsv1.StatefulSet{}] = cache.ByObject{Label: lwsMade}
+		byObject[&corev1.Service{}] = cache.ByObject{Label: lwsMade}
+		byObject[&appsv1.ControllerRevision{}] = cache.ByObject{Label: lwsMade}
+	}
+	// One key per kind: the keys are pointers, so a second &corev1.Pod{} would be a second entry.
+	byObject[&corev1.Pod{}] = cache.ByObject{Label: pods}
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: byObject}
+}
+
+// newChildrenCache is the cache of the serving's own children, apart from the manager's so that
+// each kind can be selected by our labels whatever LWS hosting caches of the same kinds: Services
+// and LeaderWorkerSets carrying our name label, ControllerRevisions carrying our revision hash.
+// Objects with a child's name that are not ours are not cached: observe asks the API server
+// about a child the cache does not hold.
+func newChildrenCache(mgr manager.Manager, namespace string) (cache.Cache, error) {
+	o := childrenCacheOptions(namespace)
+	o.HTTPClient, o.Scheme, o.Mapper = mgr.GetHTTPClient(), mgr.GetScheme(), mgr.GetRESTMapper()
+	c, err := cache.New(mgr.GetConfig(), o)
+	if err != nil {
+		return nil, fmt.Errorf("create the children cache: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func childrenCacheOptions(namespace string) cache.Options {
+	o := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Service{}:            {Label: hasLabels(v1.LabelName)},
+			&lwsv1.LeaderWorkerSet{}:     {Label: hasLabels(v1.LabelName)},
+			&appsv1.ControllerRevision{}: {Label: hasLabels(v1.LabelName, revision.LabelHash)},
+		},
+	}
+	if namespace != "" {
+		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	return o
+}
+
+// childReader reads LeaderWorkerSets from one reader and every other kind from another.
+type childReader struct {
+	client.Reader
+	lws client.Reader
+}
+
+func (c childReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*lwsv1.LeaderWorkerSet); ok {
+		return c.lws.Get(ctx, key, obj, opts...)
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (c childReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*lwsv1.LeaderWorkerSetList); ok {
+		return c.lws.List(ctx, list, opts...)
+	}
+	return c.Reader.List(ctx, list, opts...)
 }
 
 // NewManager builds the manager with the ModelServing reconciler and, when asked or needed,
@@ -94,16 +179,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	ctrl.Log.WithName("setup").Info("LeaderWorkerSet hosting", "mode", mode)
 
-	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: servingPods()},
-		// Only the events that say a LeaderWorkerSet or StatefulSet cannot create what it must.
-		&corev1.Event{}: {Field: fields.OneTermEqualSelector("reason", status.EventFailedCreate)},
-	}}
-	if mode == LWSEmbedded {
-		// LWS needs every pod it made, which all carry its set-name label; ours carry both.
-		req, _ := labels.NewRequirement(lwsv1.SetNameLabelKey, selection.Exists, nil)
-		cacheOpts.ByObject[&corev1.Pod{}] = cache.ByObject{Label: labels.NewSelector().Add(*req)}
-	}
+	cacheOpts := mainCacheOptions(mode)
 	if opts.Namespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
 	}
@@ -148,9 +224,19 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	children, err := newChildrenCache(mgr, opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
 	r := &Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("kubectl-llm"),
 		Clock: clock.RealClock{}, HistoryLimit: opts.HistoryLimit, Metrics: metrics,
+		Children: children, ChildrenCache: children, Live: mgr.GetAPIReader(),
+	}
+	if mode == LWSEmbedded {
+		// The embedded LWS caches every LeaderWorkerSet anyway: read ours from there.
+		r.Children = childReader{Reader: children, lws: mgr.GetCache()}
+		r.LWSSource = mgr.GetCache()
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up the ModelServing controller: %w", err)

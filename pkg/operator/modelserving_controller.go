@@ -8,9 +8,11 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,16 +25,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	lwsac "sigs.k8s.io/lws/client-go/applyconfiguration/leaderworkerset/v1"
 
@@ -48,6 +53,9 @@ const ControllerName = "modelserving"
 // DefaultHistoryLimit is how many ControllerRevisions a serving keeps.
 const DefaultHistoryLimit = 10
 
+// conflictRecheck is how often a serving whose child's name is taken looks again.
+const conflictRecheck = 5 * time.Second
+
 // Reconciler reconciles one ModelServing.
 type Reconciler struct {
 	Client   client.Client
@@ -57,6 +65,16 @@ type Reconciler struct {
 	// HistoryLimit bounds the ControllerRevisions kept per serving.
 	HistoryLimit int
 	Metrics      *Metrics
+	// Children reads the serving's LeaderWorkerSet, Service and ControllerRevisions: a cache that
+	// holds only ours (see newChildrenCache). Client when nil.
+	Children client.Reader
+	// Live reads from the API server: whether an object the children cache does not hold
+	// exists (one that is not ours, or ours before the cache saw it), and what finalize deletes.
+	// Client when nil.
+	Live client.Reader
+	// ChildrenCache is the cache whose Services and ControllerRevisions are watched, and
+	// LWSSource the one whose LeaderWorkerSets are; the manager's cache when nil.
+	ChildrenCache, LWSSource cache.Cache
 
 	// applied remembers, per child, what our last apply produced (the LWS's generation, the
 	// Service's resourceVersion, both from the apply response), so a child that someone else
@@ -133,41 +151,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 
-	plan, actErr := r.act(ctx, obs)
-	var specErr *specError
-	if errors.As(actErr, &specErr) {
-		// A spec the operator cannot serve: record it and do not retry until the spec changes.
-		if err := r.report(ctx, obs, plan, specErr, nil); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, reconcile.TerminalError(specErr)
+	in := compute(obs, computeInput{now: r.Clock.Now(), historyLimit: r.HistoryLimit})
+	var actErr error
+	if in.specErr == nil {
+		actErr = r.act(ctx, obs, &in)
 	}
-	if actErr != nil {
+	// The status is written on every pass, whatever act did: an error becomes a condition.
+	sum, reportErr := r.report(ctx, obs, in, actErr)
+	var specErr *specError
+	switch {
+	case in.specErr != nil || errors.As(actErr, &specErr):
+		// A spec the operator cannot serve: recorded; not retried until the spec changes.
+		if reportErr != nil {
+			return ctrl.Result{}, reportErr
+		}
+		return ctrl.Result{}, reconcile.TerminalError(cmp.Or(in.specErr, actErr))
+	case actErr != nil:
 		// Retried with backoff; the status says why (observedGeneration stays where it was).
-		applyErr := status.Problem{Reason: v1.ReasonApplyFailed, Message: actErr.Error() + " (retrying; check the API server, its admission webhooks and the operator's permissions)"}
-		if err := r.report(ctx, obs, plan, nil, &applyErr); err != nil {
-			log.FromContext(ctx).Error(err, "Failed to report an apply error in the status")
+		if reportErr != nil {
+			log.FromContext(ctx).Error(reportErr, "Failed to report an apply error in the status")
 		}
 		return ctrl.Result{}, actErr
+	case reportErr != nil:
+		return ctrl.Result{}, reportErr
+	case len(obs.conflicts) > 0:
+		// Objects that are not ours are not cached, so their deletion wakes nobody: ask the API
+		// server again soon whether the name is free (one GET per conflicting serving).
+		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 	}
-	if err := r.report(ctx, obs, plan, nil, nil); err != nil {
-		return ctrl.Result{}, err
-	}
-	if len(obs.conflicts) > 0 {
-		// The by-name watches wake the serving when the other object goes; this is a safety net.
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
-	}
-	return ctrl.Result{RequeueAfter: requeueAfter(ms)}, nil
-}
-
-// requeueAfter is how long to wait before looking again when nothing is watched to change:
-// only the progress deadline needs a clock.
-func requeueAfter(ms *v1.ModelServing) time.Duration {
-	c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
-	if c != nil && (c.Reason == v1.ReasonRolloutComplete || c.Reason == v1.ReasonCanaryHeld) {
-		return 0
-	}
-	return 30 * time.Second
+	return ctrl.Result{RequeueAfter: requeueAfter(sum, r.Clock.Now())}, nil
 }
 
 // specError is a terminal error: the spec cannot be turned into children.
@@ -185,7 +197,7 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	stale := false
 
 	lws := &lwsv1.LeaderWorkerSet{}
-	switch err := r.Client.Get(ctx, key, lws); {
+	switch err := r.getChild(ctx, key, lws); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return nil, false, fmt.Errorf("get LeaderWorkerSet %s: %w", key, err)
@@ -205,7 +217,7 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 
 	svc := &corev1.Service{}
 	skey := types.NamespacedName{Namespace: ms.Namespace, Name: naming.ServiceName(ms.Name)}
-	switch err := r.Client.Get(ctx, skey, svc); {
+	switch err := r.getChild(ctx, skey, svc); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return nil, false, fmt.Errorf("get Service %s: %w", skey, err)
@@ -224,7 +236,7 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	}
 
 	revs := &appsv1.ControllerRevisionList{}
-	if err := r.Client.List(ctx, revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
+	if err := r.children().List(ctx, revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
 		return nil, false, fmt.Errorf("list ControllerRevisions of %s: %w", key, err)
 	}
 	for i := range revs.Items {
@@ -259,6 +271,31 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 		obs.events = append(obs.events, e)
 	}
 	return obs, stale, nil
+}
+
+// getChild reads a child from the children cache and, when the cache does not hold it, from the
+// API server: the cache holds only objects with our labels, so an object with the child's name
+// that is not ours (a NameConflict), or ours before the cache saw it, is found there.
+func (r *Reconciler) getChild(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	err := r.children().Get(ctx, key, obj)
+	if !apierrors.IsNotFound(err) || r.Live == nil {
+		return err
+	}
+	return r.Live.Get(ctx, key, obj)
+}
+
+func (r *Reconciler) children() client.Reader {
+	if r.Children != nil {
+		return r.Children
+	}
+	return r.Client
+}
+
+func (r *Reconciler) live() client.Reader {
+	if r.Live != nil {
+		return r.Live
+	}
+	return r.Client
 }
 
 // childOwnership is how a child with one of our names relates to a serving.
@@ -313,73 +350,46 @@ func nameConflict(kind string, o client.Object) status.Problem {
 		kind, o.GetName(), who)}
 }
 
-// act records the revision and applies the LWS and Service. It returns the plan it applied.
-func (r *Reconciler) act(ctx context.Context, obs *observed) (Plan, error) {
+// act carries out what compute decided: records the revision, applies the LWS and the Service
+// and prunes old revisions. It decides nothing.
+func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 	ms := obs.serving
-	updateSpec, err := revision.SpecOf(ms.Spec)
-	if err != nil {
-		return Plan{}, &specError{err}
-	}
-	if err := ValidateSpec(ms); err != nil {
-		return Plan{}, &specError{err}
-	}
-	updateRev := revision.Name(ms.Name, updateSpec)
-	obs.updateRev = updateRev
-
-	lwsRev := ""
-	if obs.lws != nil {
-		lwsRev = lwsTemplateRevision(obs.lws)
-	}
-	// Groups that still have pods, counted from their (bounded) LWS index labels: a pod that only
-	// carries our name label is not a group a Recreate must wait for.
-	existing := int32(len(status.BuildGroups(obs.pods, 0, int(ms.Spec.GroupSize), r.Clock.Now())))
-	if obs.lws != nil {
-		existing = max(existing, obs.lws.Status.Replicas)
-	}
-	plan := PlanRollout(PlanInput{
-		Strategy: ms.Spec.Rollout.Strategy, Paused: ms.Spec.Rollout.Paused, Desired: ptrOr(ms.Spec.Replicas, 1),
-		UpdateRevision: updateRev, LWSRevision: lwsRev, ExistingGroups: existing,
-	})
-
-	// Validate the update revision before recording it: a spec that cannot become pods is terminal.
-	if _, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: updateRev, RevisionSpec: updateSpec, Replicas: plan.Replicas}); err != nil {
-		return plan, &specError{err}
-	}
-	if err := r.recordRevision(ctx, obs, updateSpec, updateRev); err != nil {
-		return plan, err
-	}
-
-	tmplSpec := updateSpec
-	if plan.TemplateRevision != updateRev {
-		found := false
-		for i := range obs.revisions {
-			if obs.revisions[i].Name == plan.TemplateRevision {
-				s, err := revision.Decode(&obs.revisions[i])
-				if err != nil {
-					return plan, err
-				}
-				tmplSpec, found = s, true
-			}
+	switch {
+	case in.createRevision != nil:
+		if err := r.Client.Create(ctx, in.createRevision); err != nil && !apierrors.IsAlreadyExists(err) {
+			// AlreadyExists: the cache has not seen our own earlier create yet.
+			return fmt.Errorf("create ControllerRevision %s: %w", in.createRevision.Name, err)
 		}
-		if !found { // the running revision was pruned: nothing to hold on to
-			plan = Plan{TemplateRevision: updateRev, Replicas: ptrOr(ms.Spec.Replicas, 1)}
+	case in.renumber != nil:
+		rev := findRevision(obs.revisions, in.renumber.name).DeepCopy()
+		patch := client.MergeFrom(rev.DeepCopy())
+		rev.Revision = in.renumber.to
+		if err := r.Client.Patch(ctx, rev, patch); err != nil {
+			return fmt.Errorf("renumber ControllerRevision %s: %w", rev.Name, err)
 		}
 	}
-	lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: plan.TemplateRevision, RevisionSpec: tmplSpec, Replicas: plan.Replicas})
-	if err != nil {
-		return plan, &specError{err}
-	}
-	if !obs.lwsConflict {
-		if err := r.applyLWS(ctx, obs, lws); err != nil {
-			return plan, err
+	for _, note := range in.notes {
+		log.FromContext(ctx).Info(note)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(ms, nil, corev1.EventTypeWarning, "RevisionMissing", "Reconcile", "%s", note)
 		}
 	}
-	if !obs.serviceConflict {
-		if err := r.applyService(ctx, obs); err != nil {
-			return plan, err
+	if in.lws != nil {
+		if err := r.applyLWS(ctx, obs, in.lws); err != nil {
+			return err
 		}
 	}
-	return plan, r.pruneRevisions(ctx, obs, updateRev, plan.TemplateRevision, ms.Status.CurrentRevision)
+	if in.service != nil {
+		if err := r.applyService(ctx, obs, in.service); err != nil {
+			return err
+		}
+	}
+	for _, rev := range in.prune {
+		if err := r.Client.Delete(ctx, &rev); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("prune ControllerRevision %s: %w", rev.Name, err)
+		}
+	}
+	return nil
 }
 
 // childKey names a child in the applied bookkeeping: its kind and its serving.
@@ -407,8 +417,7 @@ func (r *Reconciler) applyLWS(ctx context.Context, obs *observed, desired *lwsac
 	return nil
 }
 
-func (r *Reconciler) applyService(ctx context.Context, obs *observed) error {
-	desired := DesiredService(obs.serving)
+func (r *Reconciler) applyService(ctx context.Context, obs *observed, desired *corev1ac.ServiceApplyConfiguration) error {
 	hash := IntentHash(desired)
 	ck := childKey{"Service", types.NamespacedName{Namespace: obs.serving.Namespace, Name: obs.serving.Name}}
 	if live := obs.service; live != nil && live.Annotations[AnnotationAppliedHash] == hash {
@@ -441,82 +450,49 @@ func (r *Reconciler) apply(ctx context.Context, ac runtime.ApplyConfiguration, k
 	return nil
 }
 
-// recordRevision makes sure a ControllerRevision records the update revision; a revision brought
-// back (rollout undo) becomes the newest again.
-func (r *Reconciler) recordRevision(ctx context.Context, obs *observed, spec revision.Spec, name string) error {
-	ms := obs.serving
-	next := revision.NextNumber(obs.revisions)
-	for i := range obs.revisions {
-		rev := &obs.revisions[i]
-		if rev.Name != name {
-			continue
-		}
-		if rev.Revision == next-1 || ms.Status.UpdateRevision == name {
-			return nil
-		}
-		patch := client.MergeFrom(rev.DeepCopy())
-		rev.Revision = next
-		if err := r.Client.Patch(ctx, rev, patch); err != nil {
-			return fmt.Errorf("renumber ControllerRevision %s: %w", name, err)
-		}
-		return nil
-	}
-	cr, err := revision.NewControllerRevision(ms, spec, next)
-	if err != nil {
-		return err
-	}
-	if err := r.Client.Create(ctx, cr); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil // the cache has not seen it yet
-		}
-		return fmt.Errorf("create ControllerRevision %s: %w", cr.Name, err)
-	}
-	obs.revisions = append(obs.revisions, *cr)
-	return nil
-}
-
-func (r *Reconciler) pruneRevisions(ctx context.Context, obs *observed, inUse ...string) error {
-	limit := r.HistoryLimit
-	if limit <= 0 {
-		limit = DefaultHistoryLimit
-	}
-	for _, rev := range revision.ToPrune(obs.revisions, limit, inUse...) {
-		if err := r.Client.Delete(ctx, &rev); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("prune ControllerRevision %s: %w", rev.Name, err)
-		}
-	}
-	return nil
-}
-
-// report writes the status once, from the shared summary. observedGeneration moves only when the
-// pass succeeded (no spec error, no apply error).
-func (r *Reconciler) report(ctx context.Context, obs *observed, plan Plan, specErr error, applyErr *status.Problem) error {
+// report writes the status once, from the shared summary, on every pass. observedGeneration
+// moves only when the pass succeeded; a refused or failed write becomes the Degraded condition.
+func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actErr error) (status.Summary, error) {
 	ms := obs.serving
 	now := r.Clock.Now()
-	updateRev := obs.updateRev
 	problems := obs.conflicts
-	if applyErr != nil {
-		problems = append([]status.Problem{*applyErr}, problems...)
+	specErr := in.specErr
+	var se *specError
+	switch {
+	case errors.As(actErr, &se):
+		specErr = se
+	case actErr != nil:
+		problems = append([]status.Problem{actProblem(actErr)}, problems...)
 	}
-	sum := status.Summarize(status.Input{
-		Serving: ms, LWS: obs.lws, Pods: obs.pods, UpdateRevision: updateRev,
-		TemplateRevision: plan.TemplateRevision, SpecError: specErr, Problems: problems, Events: obs.events, Now: now,
-	})
-	next := NextStatus(ms, sum, updateRev, now)
-	if specErr != nil || applyErr != nil {
+	input := status.InputOf(status.Observed{Serving: ms, LWS: obs.lws, Pods: obs.pods, Events: obs.events}, now).
+		WithRevisions(in.updateRev, in.plan.TemplateRevision)
+	input.SpecError, input.Problems = specErr, problems
+	sum := status.Summarize(input)
+	next := NextStatus(ms, sum, in.updateRev, now)
+	if specErr != nil || actErr != nil {
 		next.ObservedGeneration = ms.Status.ObservedGeneration
 	}
 	r.recordEvents(ms, &next, sum)
 	r.Metrics.observeServing(ms, sum)
 	if equality.Semantic.DeepEqual(ms.Status, next) {
-		return nil
+		return sum, nil
 	}
 	base := ms.DeepCopy()
 	ms.Status = next
 	if err := r.Client.Status().Patch(ctx, ms, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("write status: %w", err)
+		return sum, fmt.Errorf("write status: %w", err)
 	}
-	return nil
+	return sum, nil
+}
+
+// actProblem is the Degraded condition of a write that failed: LeaderWorkerSetMissing when the
+// API server does not serve LeaderWorkerSet (its CRD was removed), ApplyFailed otherwise.
+func actProblem(err error) status.Problem {
+	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) && strings.Contains(err.Error(), "leaderworkersets") {
+		return status.Problem{Reason: v1.ReasonLeaderWorkerSetMissing, Message: "the API server does not serve LeaderWorkerSet (" + err.Error() +
+			"): install LeaderWorkerSet, or run kubectl llm install --lws=embedded and let the operator host it"}
+	}
+	return status.Problem{Reason: v1.ReasonApplyFailed, Message: err.Error() + " (retrying; check the API server, its admission webhooks and the operator's permissions)"}
 }
 
 // NextStatus is the status a pass writes, from the summary. Conditions keep their transition
@@ -628,15 +604,16 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 		&lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: naming.ServiceName(ms.Name)}},
 	}
+	// Read from the API server, not a cache: the finalizer goes only when nothing is left.
 	revs := &appsv1.ControllerRevisionList{}
-	if err := r.Client.List(ctx, revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
+	if err := r.live().List(ctx, revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
 		return ctrl.Result{}, err
 	}
 	for i := range revs.Items {
 		children = append(children, &revs.Items[i])
 	}
 	for _, child := range children {
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
+		if err := r.live().Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -664,9 +641,7 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	return ctrl.Result{}, nil
 }
 
-func lwsTemplateRevision(lws *lwsv1.LeaderWorkerSet) string {
-	return lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels[v1.LabelRevision]
-}
+func lwsTemplateRevision(lws *lwsv1.LeaderWorkerSet) string { return status.TemplateRevision(lws) }
 
 func ptrOr(p *int32, def int32) int32 {
 	if p == nil {
@@ -702,8 +677,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: e.Namespace, Name: name}}}
 	})
 	// The LWS and the Service are mapped to their serving by name, not by owner: an object with a
-	// child's name that is not ours (a NameConflict) wakes the serving too, so it takes the name as
-	// soon as the other object goes.
+	// child's name that is not ours (a NameConflict) wakes the serving too when the cache holds it
+	// (every LWS, with embedded LWS); otherwise the serving looks again every conflictRecheck.
 	byName := func(serving func(string) string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			name := serving(o.GetName())
@@ -713,12 +688,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 		})
 	}
+	children := r.ChildrenCache
+	if children == nil {
+		children = mgr.GetCache()
+	}
+	lwsSource := r.LWSSource
+	if lwsSource == nil {
+		lwsSource = children
+	}
+	ownedBy := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1.ModelServing{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1.ModelServing{}).
-		Watches(&lwsv1.LeaderWorkerSet{}, byName(func(n string) string { return n })).
-		Watches(&corev1.Service{}, byName(naming.ServingOfService)).
-		Owns(&appsv1.ControllerRevision{}).
+		WatchesRawSource(source.Kind(lwsSource, client.Object(&lwsv1.LeaderWorkerSet{}), byName(func(n string) string { return n }))).
+		WatchesRawSource(source.Kind(children, client.Object(&corev1.Service{}), byName(naming.ServingOfService))).
+		WatchesRawSource(source.Kind(children, client.Object(&appsv1.ControllerRevision{}), ownedBy)).
 		Watches(&corev1.Pod{}, podToServing).
 		Watches(&corev1.Event{}, eventToServing).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).

@@ -310,7 +310,7 @@ func mergeOverlay(pod, overlay corev1.PodTemplateSpec) (corev1.PodTemplateSpec, 
 	if err != nil {
 		return pod, err
 	}
-	patch, err := json.Marshal(overlay)
+	patch, err := overlayPatch(overlay)
 	if err != nil {
 		return pod, err
 	}
@@ -334,6 +334,24 @@ func mergeOverlay(pod, overlay corev1.PodTemplateSpec) (corev1.PodTemplateSpec, 
 		}
 	}
 	return out, nil
+}
+
+// overlayPatch is the overlay as a strategic merge patch. A typed pod spec always has a
+// containers field (it has no omitempty), and a null in a patch deletes: an overlay that sets
+// no container (only labels, say) must leave the generated containers alone.
+func overlayPatch(overlay corev1.PodTemplateSpec) ([]byte, error) {
+	raw, err := json.Marshal(overlay)
+	if err != nil || overlay.Spec.Containers != nil {
+		return raw, err
+	}
+	var patch map[string]any
+	if err := json.Unmarshal(raw, &patch); err != nil {
+		return nil, err
+	}
+	if spec, ok := patch["spec"].(map[string]any); ok {
+		delete(spec, "containers")
+	}
+	return json.Marshal(patch)
 }
 
 // shellJoin joins words for a /bin/sh script, each word quoted unless it is made only of

@@ -699,3 +699,28 @@ func TestHistoryBeyondTheLimitKeepsTheNewestRevisions(t *testing.T) {
 	}
 	t.Logf("after %d changes: kept revisions %v (first %s, current %q)", changes, numbers, first, cur)
 }
+
+// The progress deadline is reported when it passes, not at the next periodic look: the pass
+// requeues itself for the deadline. Nothing else changes here (envtest runs no LWS controller,
+// so no group ever appears), so only that requeue can turn Progressing False.
+func TestTheProgressDeadlineIsReportedWhenItPasses(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ms := serving(ns, "stuck")
+	ms.Spec.Rollout.ProgressDeadline = &metav1.Duration{Duration: 3 * time.Second}
+	if err := env.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	first := waitServing(t, ns, "stuck", "a first status", func(ms *v1.ModelServing) bool { return ms.Status.LastProgressTime != nil })
+	got := waitServing(t, ns, "stuck", "Progressing False with ProgressDeadlineExceeded", func(ms *v1.ModelServing) bool {
+		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
+		return c != nil && c.Reason == v1.ReasonProgressDeadlineExceeded
+	})
+	c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionProgressing)
+	if c.Status != metav1.ConditionFalse || got.Status.Phase != v1.PhaseDegraded {
+		t.Errorf("Progressing = %s, phase %s; want False and Degraded", c.Status, got.Status.Phase)
+	}
+	if elapsed := c.LastTransitionTime.Sub(first.Status.LastProgressTime.Time); elapsed < 3*time.Second {
+		t.Errorf("the deadline was reported %s after the last progress, before the 3s deadline", elapsed)
+	}
+}

@@ -42,6 +42,21 @@ type Spec struct {
 	RestartPolicy v1.RestartPolicy        `json:"restartPolicy"`
 	Scheduling    v1.SchedulingSpec       `json:"scheduling"`
 	Template      *corev1.PodTemplateSpec `json:"template,omitempty"`
+	// Roles are the pod-affecting fields of each role, in v1.RoleNames order, so that one revision
+	// covers every role (a change to one role's pods rolls all of them together) and the order the
+	// roles are listed in does not matter. Empty without roles, which keeps the hashes of servings
+	// without roles what they were.
+	Roles []Role `json:"roles,omitempty"`
+}
+
+// Role is the pod-affecting part of one role: not its replicas or rollout.
+type Role struct {
+	Name       v1.RoleName       `json:"name"`
+	GroupSize  *int32            `json:"groupSize,omitempty"`
+	Resources  v1.ResourceSpec   `json:"resources"`
+	Args       []string          `json:"args,omitempty"`
+	Env        []corev1.EnvVar   `json:"env,omitempty"`
+	Scheduling v1.SchedulingSpec `json:"scheduling"`
 }
 
 // SpecOf takes the pod-affecting part of a spec. spec.template is decoded here (strictly,
@@ -53,8 +68,15 @@ func SpecOf(s v1.ModelServingSpec) (Spec, error) {
 	if err != nil {
 		return Spec{}, err
 	}
-	return Spec{Model: s.Model, Engine: s.Engine, GroupSize: s.GroupSize, Resources: s.Resources,
-		Weights: s.Weights, Readiness: s.Readiness, RestartPolicy: s.RestartPolicy, Scheduling: s.Scheduling, Template: tmpl}, nil
+	out := Spec{Model: s.Model, Engine: s.Engine, GroupSize: s.GroupSize, Resources: s.Resources,
+		Weights: s.Weights, Readiness: s.Readiness, RestartPolicy: s.RestartPolicy, Scheduling: s.Scheduling, Template: tmpl}
+	for _, name := range v1.RoleNames() {
+		if r := s.Role(name); r != nil {
+			out.Roles = append(out.Roles, Role{Name: r.Name, GroupSize: r.GroupSize, Resources: r.Resources,
+				Args: r.Args, Env: r.Env, Scheduling: r.Scheduling})
+		}
+	}
+	return out, nil
 }
 
 // Same reports whether two revision specs are one revision: equal in the encoding the hash is
@@ -66,7 +88,8 @@ func Same(a, b Spec) bool {
 	return bytes.Equal(ra, rb)
 }
 
-// Into writes the revision back into a spec, keeping replicas, rollout and restart.
+// Into writes the revision back into a spec, keeping replicas, rollout and restart, and each
+// role's replicas and rollout.
 func (r Spec) Into(s *v1.ModelServingSpec) error {
 	tmpl, err := v1.EncodeTemplate(r.Template)
 	if err != nil {
@@ -74,6 +97,14 @@ func (r Spec) Into(s *v1.ModelServingSpec) error {
 	}
 	s.Model, s.Engine, s.GroupSize, s.Resources = r.Model, r.Engine, r.GroupSize, r.Resources
 	s.Weights, s.Readiness, s.RestartPolicy, s.Scheduling, s.Template = r.Weights, r.Readiness, r.RestartPolicy, r.Scheduling, tmpl
+	for _, rr := range r.Roles {
+		role := s.Role(rr.Name)
+		if role == nil {
+			s.Roles = append(s.Roles, v1.RoleSpec{Name: rr.Name})
+			role = &s.Roles[len(s.Roles)-1]
+		}
+		role.GroupSize, role.Resources, role.Args, role.Env, role.Scheduling = rr.GroupSize, rr.Resources, rr.Args, rr.Env, rr.Scheduling
+	}
 	return nil
 }
 

@@ -131,3 +131,45 @@ func TestSameIsTheRevisionNameComparison(t *testing.T) {
 		t.Error("a revision is the same as a spec with another image")
 	}
 }
+
+// One revision covers every role: a change to one role's pods is a new revision of the whole
+// serving, while a role's replicas, limits, canary partition and listing order are not.
+func TestARevisionCoversEveryRoleButNotTheirScaleOrRollout(t *testing.T) {
+	ms := fixtures.Serving("pd", "ns").Obj()
+	ms.Spec.Roles = []v1.RoleSpec{
+		{Name: v1.RolePrefill, Replicas: ptr.To[int32](2), Args: []string{"--enforce-eager"}},
+		{Name: v1.RoleDecode, Replicas: ptr.To[int32](6)},
+	}
+	r1 := revision.Name("pd", fixtures.RevisionSpec(t, ms.Spec))
+
+	scaled := ms.DeepCopy()
+	scaled.Spec.Roles[1].Replicas = ptr.To[int32](8)
+	scaled.Spec.Roles[0].Rollout = &v1.RoleRolloutSpec{Partition: ptr.To[int32](1)}
+	scaled.Spec.Roles[0], scaled.Spec.Roles[1] = scaled.Spec.Roles[1], scaled.Spec.Roles[0]
+	if r := revision.Name("pd", fixtures.RevisionSpec(t, scaled.Spec)); r != r1 {
+		t.Errorf("scaling, a canary partition or the order of the roles made a new revision %s (was %s)", r, r1)
+	}
+	changed := ms.DeepCopy()
+	changed.Spec.Roles[1].Resources.GPUs = ptr.To[int32](4)
+	if r := revision.Name("pd", fixtures.RevisionSpec(t, changed.Spec)); r == r1 {
+		t.Error("new GPUs for decode did not make a new revision")
+	}
+	without := ms.DeepCopy()
+	without.Spec.Roles = nil
+	if revision.Name("pd", fixtures.RevisionSpec(t, without.Spec)) == r1 {
+		t.Error("the roles are not part of the revision")
+	}
+
+	// Undo writes each role's pods back and keeps its scale and rollout.
+	back := changed.DeepCopy()
+	back.Spec.Roles[1].Replicas = ptr.To[int32](9)
+	if err := fixtures.RevisionSpec(t, ms.Spec).Into(&back.Spec); err != nil {
+		t.Fatal(err)
+	}
+	if back.Spec.Roles[1].Resources.GPUs != nil || *back.Spec.Roles[1].Replicas != 9 {
+		t.Errorf("written back: decode GPUs %v, replicas %d; want unset and 9", back.Spec.Roles[1].Resources.GPUs, *back.Spec.Roles[1].Replicas)
+	}
+	if got := revision.Name("pd", fixtures.RevisionSpec(t, back.Spec)); got != r1 {
+		t.Errorf("written back: revision %s, want %s", got, r1)
+	}
+}

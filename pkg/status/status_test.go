@@ -240,3 +240,39 @@ func TestResolveSurgeAndUnavailableCountGroupsLikeLWS(t *testing.T) {
 		}
 	}
 }
+
+// DeadlineAt is when the operator must look again to report a stalled rollout: from the last
+// progress, only while something is waited for.
+func TestTheProgressDeadlineIsDueFromTheLastProgress(t *testing.T) {
+	last := now.Add(-10 * time.Minute)
+	stored := v1.ModelServingStatus{UpdateRevision: "r2", Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 1, LastProgressTime: &metav1.Time{Time: last}}
+	rolling := []corev1.Pod{
+		fixtures.Pod("qwen", 0, 0, "r2").Obj(), fixtures.Pod("qwen", 1, 0, "r1").NotReady().Obj(),
+	}
+	ready := []corev1.Pod{fixtures.Pod("qwen", 0, 0, "r2").Obj(), fixtures.Pod("qwen", 1, 0, "r2").Obj()}
+	lws := &lwsv1.LeaderWorkerSet{}
+	cases := []struct {
+		name   string
+		ms     *v1.ModelServing
+		pods   []corev1.Pod
+		tmpl   string
+		specEr error
+		want   time.Time
+	}{
+		{"waiting, nothing moved: the stored progress time plus the deadline", fixtures.Serving("qwen", "ns").Replicas(2).Status(stored).Obj(), rolling, "r2", nil, last.Add(30 * time.Minute)},
+		{"the counts just moved: from now", fixtures.Serving("qwen", "ns").Replicas(2).Status(v1.ModelServingStatus{UpdateRevision: "r2", LastProgressTime: &metav1.Time{Time: last}}).Obj(), rolling, "r2", nil, now.Add(30 * time.Minute)},
+		{"done: nothing to wait for", fixtures.Serving("qwen", "ns").Replicas(2).Status(stored).Obj(), ready, "r2", nil, time.Time{}},
+		{"paused: nothing to wait for", fixtures.Serving("qwen", "ns").Replicas(2).Paused().Status(stored).Obj(), rolling, "r1", nil, time.Time{}},
+		{"a spec that cannot be served: nothing to wait for", fixtures.Serving("qwen", "ns").Replicas(2).Status(stored).Obj(), rolling, "r2", errors.New("bad"), time.Time{}},
+		{"already past the deadline: reported, nothing more to wait for", fixtures.Serving("qwen", "ns").Replicas(2).Status(v1.ModelServingStatus{
+			UpdateRevision: "r2", Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 1, LastProgressTime: &metav1.Time{Time: now.Add(-time.Hour)}}).Obj(), rolling, "r2", nil, time.Time{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sum := status.Summarize(status.Input{Serving: tc.ms, LWS: lws, Pods: tc.pods, UpdateRevision: "r2", TemplateRevision: tc.tmpl, SpecError: tc.specEr, Now: now})
+			if !sum.DeadlineAt.Equal(tc.want) {
+				t.Errorf("DeadlineAt = %s, want %s (progress %s)", sum.DeadlineAt, tc.want, sum.Progress.Reason)
+			}
+		})
+	}
+}

@@ -52,6 +52,10 @@ type Summary struct {
 	RestartDone bool
 	// Progressed is true when the counts moved since the stored status (or the revision changed).
 	Progressed bool
+	// DeadlineAt is when the rollout exceeds its progress deadline if nothing moves before;
+	// zero when nothing is waited for (done, paused, held at a canary, already stalled, or a
+	// spec that cannot be served). The operator looks again then, and at no other time.
+	DeadlineAt time.Time
 	Phase      v1.Phase
 	Available  metav1.Condition
 	Progress   metav1.Condition
@@ -113,6 +117,13 @@ func Summarize(in Input) Summary {
 	}
 	stalled := !s.Done && !paused && !s.Progressed && prev.LastProgressTime != nil &&
 		in.Now.Sub(prev.LastProgressTime.Time) > deadline
+	if !s.Done && !paused && !stalled && in.SpecError == nil {
+		last := in.Now
+		if !s.Progressed && prev.LastProgressTime != nil {
+			last = prev.LastProgressTime.Time
+		}
+		s.DeadlineAt = last.Add(deadline)
+	}
 
 	s.Available = availableCondition(s)
 	s.Degraded = degradedCondition(s, in)

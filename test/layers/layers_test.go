@@ -1,5 +1,5 @@
 // Package layers holds the test that keeps the import graph the way the design draws it:
-// api ← naming/revision/scheme ← status ← operator, and status ← tui ← cli ← cmd, with no view
+// api ← naming/revision/scheme/roleplan ← status ← operator, and status ← tui ← cli ← cmd, with no view
 // importing the operator (pkg/cli only in the file of the `operator` command); and that the
 // views never name a revision themselves (they read status.updateRevision).
 package layers
@@ -34,11 +34,12 @@ var allowed = map[string][]string{
 	"pkg/naming":           {"api/v1alpha1"},
 	"pkg/scheme":           {"api/v1alpha1"},
 	"pkg/revision":         {"api/v1alpha1", "pkg/naming"},
+	"pkg/roleplan":         {"api/v1alpha1"},
 	"pkg/status":           {"api/v1alpha1", "pkg/naming", "pkg/revision"},
-	"pkg/operator":         {"api/v1alpha1", "pkg/naming", "pkg/revision", "pkg/scheme", "pkg/status", "pkg/operator/lwsrbac"},
+	"pkg/operator":         {"api/v1alpha1", "pkg/naming", "pkg/revision", "pkg/roleplan", "pkg/scheme", "pkg/status", "pkg/operator/lwsrbac"},
 	"pkg/operator/lwsrbac": nil,
-	"pkg/tui":              {"api/v1alpha1", "pkg/naming", "pkg/revision", "pkg/scheme", "pkg/status"},
-	"pkg/cli":              {"api/v1alpha1", "api/v1alpha1/applyconfiguration/api/v1alpha1", "config", "pkg/naming", "pkg/revision", "pkg/scheme", "pkg/status", "pkg/tui"},
+	"pkg/tui":              {"api/v1alpha1", "pkg/naming", "pkg/revision", "pkg/roleplan", "pkg/scheme", "pkg/status"},
+	"pkg/cli":              {"api/v1alpha1", "api/v1alpha1/applyconfiguration/api/v1alpha1", "config", "pkg/naming", "pkg/revision", "pkg/roleplan", "pkg/scheme", "pkg/status", "pkg/tui"},
 	"cmd/kubectl-llm":      {"pkg/cli"},
 }
 

@@ -38,6 +38,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ResourceSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RestartSpec"):
 		return &apiv1alpha1.RestartSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RoleRolloutSpec"):
+		return &apiv1alpha1.RoleRolloutSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RoleSpec"):
+		return &apiv1alpha1.RoleSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RolloutSpec"):
 		return &apiv1alpha1.RolloutSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SchedulingSpec"):

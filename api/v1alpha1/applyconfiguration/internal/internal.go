@@ -131,6 +131,14 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RestartPolicy
       default: RecreateGroupOnPodRestart
+    - name: roles
+      type:
+        list:
+          elementType:
+            namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleSpec
+          elementRelationship: associative
+          keys:
+          - name
     - name: rollout
       type:
         namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RolloutSpec
@@ -235,6 +243,54 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: id
       type:
         scalar: string
+- name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleName
+  scalar: string
+- name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleRolloutSpec
+  map:
+    fields:
+    - name: maxSurge
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: maxUnavailable
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: partition
+      type:
+        scalar: numeric
+- name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleSpec
+  map:
+    fields:
+    - name: args
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: env
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.EnvVar
+          elementRelationship: atomic
+    - name: groupSize
+      type:
+        scalar: numeric
+    - name: name
+      type:
+        namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleName
+    - name: replicas
+      type:
+        scalar: numeric
+      default: 1
+    - name: resources
+      type:
+        namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.ResourceSpec
+    - name: rollout
+      type:
+        namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleRolloutSpec
+    - name: scheduling
+      type:
+        namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.SchedulingSpec
 - name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RolloutSpec
   map:
     fields:

@@ -40,6 +40,14 @@ type ModelServingSpecApplyConfiguration struct {
 	Restart *RestartSpecApplyConfiguration `json:"restart,omitempty"`
 	// Scheduling places the pods.
 	Scheduling *SchedulingSpecApplyConfiguration `json:"scheduling,omitempty"`
+	// Roles split the serving into prefill and decode groups (disaggregated serving): each role
+	// has its own groups, group size, resources, engine arguments, scheduling and rollout limits,
+	// while the model, engine, weights, readiness, template and revision are the serving's. The
+	// fields of spec above are the defaults of every role: a field a role sets replaces the
+	// serving's for that role. A serving without roles is one role made of the fields above.
+	// Roles are rolled out together: at no step does one role's share of ready groups on the
+	// new revision run more than one step ahead of another's.
+	Roles []RoleSpecApplyConfiguration `json:"roles,omitempty"`
 	// Template is an optional pod template (a core/v1 PodTemplateSpec) merged last over the
 	// generated one (strategic merge, containers by name; the engine container is named "engine").
 	// It is an overlay, so no field of it is required: its schema is left open and the operator
@@ -140,6 +148,19 @@ func (b *ModelServingSpecApplyConfiguration) WithRestart(value *RestartSpecApply
 // If called multiple times, the Scheduling field is set to the value of the last call.
 func (b *ModelServingSpecApplyConfiguration) WithScheduling(value *SchedulingSpecApplyConfiguration) *ModelServingSpecApplyConfiguration {
 	b.Scheduling = value
+	return b
+}
+
+// WithRoles adds the given value to the Roles field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Roles field.
+func (b *ModelServingSpecApplyConfiguration) WithRoles(values ...*RoleSpecApplyConfiguration) *ModelServingSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithRoles")
+		}
+		b.Roles = append(b.Roles, *values[i])
+	}
 	return b
 }
 

@@ -1,0 +1,85 @@
+package v1alpha1_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+)
+
+func TestForRoleIsTheServingWithTheRolesFieldsInPlace(t *testing.T) {
+	serving := v1.ModelServingSpec{
+		Model:     "Qwen/Qwen3-0.6B",
+		Engine:    v1.EngineSpec{Type: v1.EngineVLLM, Args: []string{"--max-model-len", "8192"}, Env: []corev1.EnvVar{{Name: "A", Value: "1"}}, Port: 8000},
+		Replicas:  ptr.To[int32](1),
+		GroupSize: 1,
+		Resources: v1.ResourceSpec{GPUs: ptr.To[int32](8), CPU: ptr.To(resource.MustParse("16"))},
+		Rollout: v1.RolloutSpec{Strategy: v1.RollingUpdate, MaxSurge: ptr.To(intstr.FromInt32(0)),
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)), Partition: ptr.To[int32](0)},
+		Scheduling: v1.SchedulingSpec{SchedulerName: "volcano", NodeSelector: map[string]string{"pool": "a"}},
+		Roles: []v1.RoleSpec{
+			{Name: v1.RolePrefill, Replicas: ptr.To[int32](2), GroupSize: ptr.To[int32](2),
+				Resources:  v1.ResourceSpec{GPUs: ptr.To[int32](4)},
+				Args:       []string{"--max-num-batched-tokens", "16384"},
+				Env:        []corev1.EnvVar{{Name: "B", Value: "2"}},
+				Scheduling: v1.SchedulingSpec{NodeSelector: map[string]string{"pool": "h100"}},
+				Rollout:    &v1.RoleRolloutSpec{MaxSurge: ptr.To(intstr.FromInt32(1)), Partition: ptr.To[int32](1)}},
+			{Name: v1.RoleDecode, Replicas: ptr.To[int32](6)},
+		},
+	}
+	before := serving.DeepCopy()
+
+	prefill, ok := serving.ForRole(v1.RolePrefill)
+	if !ok {
+		t.Fatal("no prefill role")
+	}
+	want := *serving.DeepCopy()
+	want.Roles = nil
+	want.Replicas = ptr.To[int32](2)
+	want.GroupSize = 2
+	want.Resources = v1.ResourceSpec{GPUs: ptr.To[int32](4), CPU: ptr.To(resource.MustParse("16"))}
+	want.Engine.Args = []string{"--max-model-len", "8192", "--max-num-batched-tokens", "16384"}
+	want.Engine.Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}}
+	want.Scheduling = v1.SchedulingSpec{SchedulerName: "volcano", NodeSelector: map[string]string{"pool": "h100"}}
+	want.Rollout.MaxSurge = ptr.To(intstr.FromInt32(1))
+	want.Rollout.Partition = ptr.To[int32](1)
+	if diff := cmp.Diff(want, prefill); diff != "" {
+		t.Errorf("prefill (-want +got):\n%s", diff)
+	}
+
+	decode, _ := serving.ForRole(v1.RoleDecode)
+	want = *serving.DeepCopy()
+	want.Roles = nil
+	want.Replicas = ptr.To[int32](6)
+	if diff := cmp.Diff(want, decode); diff != "" {
+		t.Errorf("decode takes every other field from the serving (-want +got):\n%s", diff)
+	}
+
+	if _, ok := serving.ForRole("encode"); ok {
+		t.Error("ForRole found a role the serving does not have")
+	}
+	if diff := cmp.Diff(*before, serving); diff != "" {
+		t.Errorf("ForRole changed the serving (-before +after):\n%s", diff)
+	}
+	// Appending the role's args must not write into the serving's backing array.
+	serving.Engine.Args = append(make([]string, 0, 10), serving.Engine.Args...)
+	p1, _ := serving.ForRole(v1.RolePrefill)
+	d1, _ := serving.ForRole(v1.RoleDecode)
+	if len(d1.Engine.Args) != 2 || p1.Engine.Args[2] != "--max-num-batched-tokens" {
+		t.Errorf("args shared between roles: prefill %q, decode %q", p1.Engine.Args, d1.Engine.Args)
+	}
+}
+
+// A serving's partition is a group index: with roles it never reaches a role.
+func TestForRoleNeverTakesTheServingsPartition(t *testing.T) {
+	s := v1.ModelServingSpec{Rollout: v1.RolloutSpec{Partition: ptr.To[int32](3)}, Roles: []v1.RoleSpec{{Name: v1.RoleDecode}}}
+	d, _ := s.ForRole(v1.RoleDecode)
+	if d.Rollout.Partition == nil || *d.Rollout.Partition != 0 {
+		t.Errorf("partition = %v, want 0", d.Rollout.Partition)
+	}
+}

@@ -1,0 +1,188 @@
+package operator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	lwsac "sigs.k8s.io/lws/client-go/applyconfiguration/leaderworkerset/v1"
+
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
+)
+
+// intent is everything one pass means to write, decided by compute from what observe read.
+// act only carries it out; report reads it too. Nothing in it has been sent anywhere yet.
+type intent struct {
+	// updateRev is the revision of the current spec; "" when spec.template does not decode.
+	updateRev string
+	// plan is what the LWS carries now: which revision's template and how many groups.
+	plan Plan
+	// specErr is why the spec cannot be served; nothing is written but the status then.
+	specErr error
+	// lws and service are the children to apply; nil when one must not be (a name conflict).
+	lws     *lwsac.LeaderWorkerSetApplyConfiguration
+	service *corev1ac.ServiceApplyConfiguration
+	// createRevision records the update revision; renumber brings a recorded one back to the
+	// top (rollout undo). At most one of them is set.
+	createRevision *appsv1.ControllerRevision
+	renumber       *revisionRenumber
+	// prune are the revisions beyond the history limit, never one in use.
+	prune []appsv1.ControllerRevision
+	// notes are things worth a warning event: the pass went on, but not as the user may expect.
+	notes []string
+}
+
+// errRolesNotServed is the spec error of a serving with spec.roles until the operator renders them.
+var errRolesNotServed = errors.New("spec.roles: this operator version does not render prefill/decode roles yet; remove spec.roles, or upgrade the operator")
+
+// revisionRenumber makes an existing revision the newest.
+type revisionRenumber struct {
+	name string
+	to   int64
+}
+
+// computeInput is what compute needs besides the observed objects.
+type computeInput struct {
+	now          time.Time
+	historyLimit int
+}
+
+// compute decides, purely from what one pass observed, what the pass writes: the revision to
+// record, the LeaderWorkerSet and Service to apply and the revisions to prune.
+func compute(obs *observed, in computeInput) intent {
+	ms := obs.serving
+	updateSpec, err := revision.SpecOf(ms.Spec)
+	if err != nil {
+		return intent{specErr: err}
+	}
+	if err := ValidateSpec(ms); err != nil {
+		return intent{specErr: err}
+	}
+	if len(ms.Spec.Roles) > 0 {
+		// The API, the planner and the role command lines exist; the reconciler does not render
+		// roles yet. Refused, not rendered as one role from the top-level fields.
+		return intent{specErr: errRolesNotServed}
+	}
+	out := intent{updateRev: revision.Name(ms.Name, updateSpec)}
+
+	lwsRev := ""
+	if obs.lws != nil {
+		lwsRev = lwsTemplateRevision(obs.lws)
+	}
+	// Groups that still have pods, counted from their (bounded) LWS index labels: a pod that only
+	// carries our name label is not a group a Recreate must wait for.
+	existing := int32(len(status.BuildGroups(obs.pods, 0, int(ms.Spec.GroupSize), in.now)))
+	if obs.lws != nil {
+		existing = max(existing, obs.lws.Status.Replicas)
+	}
+	out.plan = PlanRollout(PlanInput{
+		Strategy: ms.Spec.Rollout.Strategy, Paused: ms.Spec.Rollout.Paused, Desired: ptrOr(ms.Spec.Replicas, 1),
+		UpdateRevision: out.updateRev, LWSRevision: lwsRev, ExistingGroups: existing,
+	})
+
+	// The update revision must make a valid LWS before it is recorded: a spec that cannot become
+	// pods is terminal, whatever the LWS carries now.
+	if _, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: out.updateRev, RevisionSpec: updateSpec, Replicas: out.plan.Replicas}); err != nil {
+		return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
+	}
+
+	revisions := obs.revisions
+	next := revision.NextNumber(revisions)
+	switch rec := findRevision(revisions, out.updateRev); {
+	case rec == nil:
+		cr, err := revision.NewControllerRevision(ms, updateSpec, next)
+		if err != nil {
+			return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
+		}
+		out.createRevision = cr
+		revisions = append(revisions[:len(revisions):len(revisions)], *cr)
+	case rec.Revision != next-1 && ms.Status.UpdateRevision != out.updateRev:
+		out.renumber = &revisionRenumber{name: rec.Name, to: next}
+	}
+
+	if !obs.lwsConflict {
+		lws, note, err := desiredLWSFor(obs, out.plan, out.updateRev, updateSpec)
+		if err != nil {
+			return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
+		}
+		out.lws = lws
+		if note != "" {
+			out.notes = append(out.notes, note)
+		}
+	}
+	if !obs.serviceConflict {
+		out.service = DesiredService(ms)
+	}
+	limit := in.historyLimit
+	if limit <= 0 {
+		limit = DefaultHistoryLimit
+	}
+	out.prune = revision.ToPrune(revisions, limit, out.updateRev, out.plan.TemplateRevision, ms.Status.CurrentRevision)
+	return out
+}
+
+// desiredLWSFor builds the LWS the plan asks for. A plan that holds an older revision (paused, or
+// a Recreate stopping the old groups) takes that revision's recorded spec; when its record is
+// gone (deleted by hand), the LWS keeps the template it carries now, so the hold still holds.
+func desiredLWSFor(obs *observed, plan Plan, updateRev string, updateSpec revision.Spec) (*lwsac.LeaderWorkerSetApplyConfiguration, string, error) {
+	ms := obs.serving
+	if plan.TemplateRevision == updateRev {
+		lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: updateRev, RevisionSpec: updateSpec, Replicas: plan.Replicas})
+		return lws, "", err
+	}
+	if rec := findRevision(obs.revisions, plan.TemplateRevision); rec != nil {
+		spec, err := revision.Decode(rec)
+		if err != nil {
+			return nil, "", err
+		}
+		lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: plan.TemplateRevision, RevisionSpec: spec, Replicas: plan.Replicas})
+		return lws, "", err
+	}
+	lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: updateRev, RevisionSpec: updateSpec, Replicas: plan.Replicas})
+	if err != nil {
+		return nil, "", err
+	}
+	if err := keepLiveTemplate(lws, obs.lws); err != nil {
+		return nil, "", err
+	}
+	return lws, fmt.Sprintf("the ControllerRevision of revision %s, which the LeaderWorkerSet runs, is gone: "+
+		"the LeaderWorkerSet keeps its pod template (%s); it moves to revision %s when the rollout can go on", plan.TemplateRevision, plan.Waiting, updateRev), nil
+}
+
+// keepLiveTemplate replaces the template of a desired LWS with the one the live LWS carries.
+func keepLiveTemplate(desired *lwsac.LeaderWorkerSetApplyConfiguration, live *lwsv1.LeaderWorkerSet) error {
+	raw, err := json.Marshal(live.Spec.LeaderWorkerTemplate)
+	if err != nil {
+		return err
+	}
+	tmpl := &lwsac.LeaderWorkerTemplateApplyConfiguration{}
+	if err := json.Unmarshal(raw, tmpl); err != nil {
+		return err
+	}
+	desired.Spec.LeaderWorkerTemplate = tmpl
+	return nil
+}
+
+func findRevision(revs []appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {
+	for i := range revs {
+		if revs[i].Name == name {
+			return &revs[i]
+		}
+	}
+	return nil
+}
+
+// requeueAfter is when to look again although nothing watched changed: only when the progress
+// deadline will pass, so the stall is reported on time. A second is added so the deadline has
+// passed when the pass runs.
+func requeueAfter(sum status.Summary, now time.Time) time.Duration {
+	if sum.DeadlineAt.IsZero() {
+		return 0
+	}
+	return max(sum.DeadlineAt.Sub(now), 0) + time.Second
+}
