@@ -219,13 +219,14 @@ func corpus() []badInput {
 		{name: "template that fits a serving but not the LWS that doubles it", spec: with(with(ok, "groupSize", 2), "template",
 			map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "engine", "args": []any{bigArg}}}}}),
 			want: degraded, reason: v1.ReasonApplyFailed, says: "LeaderWorkerSet"},
-		// Command lines: refused by the plugin naming the flag, or by the API server naming the field.
+		// Command lines: refused by the plugin naming the flag (what only it can check: a required
+		// flag, flag syntax), or by the API server naming the field (its message is the message).
 		deploy("deploy without --model", cliRefusal, "--model is required", "deploy", "q1"),
-		deploy("deploy --gpus -1", cliRefusal, "--gpus must be 0 or more", "deploy", "q2", "--model", "m", "--gpus", "-1"),
-		deploy("deploy --group-size 65", cliRefusal, "--group-size must be between 1 and 64", "deploy", "q3", "--model", "m", "--group-size", "65"),
-		deploy("deploy --max-surge lots", cliRefusal, "--max-surge must be a number of groups or a percentage", "deploy", "q4", "--model", "m", "--max-surge", "lots"),
-		deploy("deploy --startup-timeout -1s", cliRefusal, "--startup-timeout must be a positive duration", "deploy", "q5", "--model", "m", "--startup-timeout", "-1s"),
-		deploy("deploy NAME with _", cliRefusal, "NAME \"q_6\" is not a valid object name", "deploy", "q_6", "--model", "m"),
+		deploy("deploy --gpus -1", admission, "spec.resources.gpus must be a whole number of GPUs per pod between 0 and 64", "deploy", "q2", "--model", "m", "--gpus", "-1"),
+		deploy("deploy --group-size 65", admission, "spec.groupSize is the number of pods per group (leader + workers) and must be between 1 and 64", "deploy", "q3", "--model", "m", "--group-size", "65"),
+		deploy("deploy --max-surge lots", admission, "spec.rollout.maxSurge must be a number of groups between 0 and 1000 or a percentage", "deploy", "q4", "--model", "m", "--max-surge", "lots"),
+		deploy("deploy --startup-timeout -1s", admission, "spec.readiness.startupTimeout must be a positive duration", "deploy", "q5", "--model", "m", "--startup-timeout", "-1s"),
+		deploy("deploy NAME with _", admission, "metadata.name must be a DNS-1035 label", "deploy", "q_6", "--model", "m"),
 		deploy("deploy a name ending in -<number>", admission, "metadata.name must not end in -<number>", "deploy", "llama-7", "--model", "m"),
 		deploy("deploy --model starting with -", admission, "spec.model must not start with '-'", "deploy", "q8", "--model", "--help-me"),
 		deploy("deploy --gpus 65", admission, "spec.resources.gpus must be a whole number of GPUs per pod between 0 and 64", "deploy", "q9", "--model", "m", "--gpus", "65"),
@@ -234,7 +235,7 @@ func corpus() []badInput {
 		deploy("deploy --startup-timeout 48h", admission, "spec.readiness.startupTimeout must be a positive duration of at most 24h", "deploy", "q12", "--model", "m", "--startup-timeout", "48h"),
 		deploy("deploy --partition 5000", admission, "spec.rollout.partition must be between 0 and 1000", "deploy", "q13", "--model", "m", "--partition", "5000"),
 		deploy("deploy --weights hf://-x/y", admission, "spec.weights.source must not start its claim, repository or bucket with '-'", "deploy", "q14", "--model", "m", "--weights", "hf://-x/y"),
-		deploy("scale --replicas 5000", cliRefusal, "--replicas must be between 0 and 1000 groups", "scale", "neighbour", "--replicas", "5000"),
+		deploy("scale --replicas 5000", admission, "spec.replicas is the number of groups and must be between 0 and 1000", "scale", "neighbour", "--replicas", "5000"),
 	}
 	for i := range cases {
 		c := &cases[i]
