@@ -1,0 +1,462 @@
+// Package realnode tests the operator where it really runs: in pods on a real node (containerd
+// and kubelet), installed by `kubectl llm install --lws=embedded` from a locally built image,
+// with engine pods of fake-engine probed by the kubelet. The cluster is hack/realnode.sh's; the
+// tests run inside its network namespace:
+//
+//	make test-realnode     # up, these tests, down
+//	hack/realnode.sh run $(go test -c -o /tmp/realnode.test ./test/realnode && echo /tmp/realnode.test) -test.v
+//
+// Without that cluster the tests fail, unless REALNODE=skip says to skip them (make test sets
+// it: the tier has its own target); -short skips them too.
+package realnode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
+)
+
+const (
+	operatorNS    = "kubectl-llm-system"
+	operatorName  = "kubectl-llm-operator"
+	fakeEngine    = "localhost/fake-engine:dev"
+	operatorImage = "localhost/kubectl-llm:dev"
+)
+
+// cluster is what the tests share: a client of the real-node cluster and where its state is.
+var cluster struct {
+	c   client.Client
+	ns  string // the network namespace
+	dir string // hack/realnode.sh's state directory
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse() // for testing.Short
+	if testing.Short() {
+		fmt.Println("realnode: skipped under -short")
+		os.Exit(0)
+	}
+	cluster.ns, cluster.dir = os.Getenv("REALNODE_NS"), os.Getenv("REALNODE_DIR")
+	if cluster.ns == "" || cluster.dir == "" || os.Getenv("KUBECONFIG") == "" {
+		if os.Getenv("REALNODE") == "skip" {
+			fmt.Println("realnode: no cluster (REALNODE=skip): only the TestPure… tests run")
+			if err := flag.Set("test.run", "^TestPure"); err != nil {
+				panic(err)
+			}
+			os.Exit(m.Run())
+		}
+		fmt.Fprintln(os.Stderr, "realnode: not inside the real-node cluster (REALNODE_NS, REALNODE_DIR, KUBECONFIG unset): "+
+			"run `make test-realnode`, or these tests through `hack/realnode.sh run`; REALNODE=skip skips them")
+		os.Exit(1)
+	}
+	cfg, err := config.GetConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "realnode:", err)
+		os.Exit(1)
+	}
+	cluster.c, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "realnode:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// fakeServing is a ModelServing of fake-engine pods (engine type custom: the image's entrypoint
+// gets spec.engine.args) on the CPU-only node.
+func fakeServing(name, ns string, replicas, groupSize int32, args ...string) *v1.ModelServing {
+	return &v1.ModelServing{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1.ModelServingSpec{
+			Model:     "Qwen/Qwen3-0.6B",
+			Engine:    v1.EngineSpec{Type: v1.EngineCustom, Image: fakeEngine, Args: args},
+			Replicas:  ptr.To(replicas),
+			GroupSize: groupSize,
+			Readiness: v1.ReadinessSpec{StartupTimeout: &metav1.Duration{Duration: 2 * time.Minute}},
+		},
+	}
+}
+
+// namespace makes a namespace for one test and deletes it (and so its servings) afterwards.
+func namespace(t *testing.T, prefix string) string {
+	ns := testenv.Namespace(t, cluster.c, prefix)
+	t.Cleanup(func() {
+		_ = cluster.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	return ns
+}
+
+func pods(t *testing.T, ns, name string) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	if err := cluster.c.List(ctx(t), &list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func podReady(p corev1.Pod) (bool, time.Time) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
+		}
+	}
+	return false, time.Time{}
+}
+
+func isLeader(p corev1.Pod) bool { return p.Labels[lwsv1.WorkerIndexLabelKey] == "0" }
+
+// kubectlLLM runs the kubectl-llm binary hack/realnode.sh built (first on PATH), as a script does.
+func kubectlLLM(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx(t), "kubectl-llm", args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl-llm %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+func httpGet(url string) (int, string, error) {
+	cl := http.Client{Timeout: 3 * time.Second}
+	resp, err := cl.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// The network namespace is the containment: no default route, no gateway, no device but lo and
+// the pod bridge, and a connection to a public address fails at once, not after a timeout.
+func TestNamespaceHasNoRouteOut(t *testing.T) {
+	var self, want syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/net", &self); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Stat(filepath.Join("/run/netns", cluster.ns), &want); err != nil {
+		t.Fatal(err)
+	}
+	if self.Ino != want.Ino {
+		t.Fatalf("the test runs in network namespace inode %d, not in %s (inode %d): its checks would say nothing of the cluster", self.Ino, cluster.ns, want.Ino)
+	}
+	links, err := exec.Command("ip", "-o", "link").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []byte
+	for _, family := range []string{"-4", "-6"} {
+		out, err := exec.Command("ip", family, "route", "show", "table", "all").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip %s route: %v\n%s", family, err, out)
+		}
+		routes = append(routes, out...)
+	}
+	for _, problem := range waysOut(string(links), string(routes)) {
+		t.Error(problem)
+	}
+	for _, addr := range []string{"1.1.1.1:443", "8.8.8.8:53", "[2606:4700:4700::1111]:443"} {
+		start := time.Now()
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		took := time.Since(start)
+		if err == nil {
+			conn.Close()
+			t.Errorf("connected to %s from inside the namespace", addr)
+			continue
+		}
+		if !errors.Is(err, syscall.ENETUNREACH) || took > time.Second {
+			t.Errorf("connect %s: %v after %s, want network unreachable at once", addr, err, took)
+		}
+	}
+	// Pods resolve through 127.0.0.1 (their own loopback), and the node's resolver has no
+	// route either: a lookup fails without leaving.
+	r := &net.Resolver{PreferGo: true}
+	lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if addrs, err := r.LookupHost(lctx, "example.com"); err == nil {
+		t.Errorf("example.com resolved to %v from inside the namespace", addrs)
+	}
+	resolv, err := os.ReadFile(filepath.Join(cluster.dir, "pod-resolv.conf"))
+	if err != nil || strings.TrimSpace(string(resolv)) != "nameserver 127.0.0.1" {
+		t.Errorf("pod resolv.conf = %q (%v), want only nameserver 127.0.0.1", resolv, err)
+	}
+}
+
+// waysOut reads `ip -o link` and `ip route show table all` of the namespace and says what could
+// carry traffic off the machine: a link other than lo, the bridge rn0 and the host ends of the
+// pods' veth pairs (enslaved to rn0); a default route or one through a gateway; a route through
+// any other device.
+func waysOut(links, routes string) []string {
+	var problems []string
+	devs := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(links), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) < 3 {
+			problems = append(problems, fmt.Sprintf("unreadable link line %q", line))
+			continue
+		}
+		name := strings.SplitN(strings.TrimSpace(f[1]), "@", 2)[0]
+		switch {
+		case name == "lo" || name == "rn0":
+			devs[name] = true
+		case strings.HasPrefix(name, "veth") && strings.Contains(line, " master rn0 "):
+			devs[name] = true
+		default:
+			problems = append(problems, fmt.Sprintf("unexpected link in the namespace: %q", line))
+		}
+	}
+	if !devs["rn0"] {
+		problems = append(problems, "no pod bridge rn0: not the real-node namespace")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(routes), "\n") {
+		if strings.HasPrefix(line, "default") || strings.Contains(line, " via ") {
+			problems = append(problems, fmt.Sprintf("a way out: %q", line))
+		}
+		if i := strings.Index(line, " dev "); i >= 0 {
+			if dev := strings.Fields(line[i+5:])[0]; !devs[dev] {
+				problems = append(problems, fmt.Sprintf("a route through %s: %q", dev, line))
+			}
+		}
+	}
+	return problems
+}
+
+// TestPureWaysOut: the containment check above finds what it is there to find.
+func TestPureWaysOut(t *testing.T) {
+	links := "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000\\    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n" +
+		"2: rn0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT group default qlen 1000\\    link/ether 6a:1f brd ff:ff\n" +
+		"5: veth1561803d@if2: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue master rn0 state UP mode DEFAULT group default\\    link/ether 66:71\n"
+	routes := "10.244.0.0/24 dev rn0 proto kernel scope link src 10.244.0.1\n" +
+		"local 10.96.0.1 dev lo table local proto kernel scope host src 10.96.0.1\n" +
+		"local fe80::6471:e4ff:fe35:42a4 dev veth1561803d table local proto kernel metric 0 pref medium\n"
+	if p := waysOut(links, routes); len(p) != 0 {
+		t.Fatalf("the real-node namespace's own links and routes flagged: %v", p)
+	}
+	for name, c := range map[string]struct{ links, routes string }{
+		"a default route":            {links, routes + "default dev rn0 scope link\n"},
+		"a gateway":                  {links, routes + "1.1.1.0/24 via 10.244.0.9 dev rn0\n"},
+		"a veth to the host":         {links + "7: eth0@if8: <BROADCAST,UP> mtu 1500 state UP\\    link/ether 1\n", routes},
+		"a veth not on rn0":          {links + "9: vethabc@if2: <BROADCAST,UP> mtu 1500 state UP\\    link/ether 1\n", routes},
+		"a route through a stranger": {links, routes + "192.168.0.0/16 dev wg0 scope link\n"},
+		"not the namespace at all":   {"1: lo: <LOOPBACK,UP> mtu 65536\n", "local 127.0.0.1 dev lo table local\n"},
+	} {
+		if p := waysOut(c.links, c.routes); len(p) == 0 {
+			t.Errorf("%s: not flagged", name)
+		}
+	}
+}
+
+// The operator runs as the install shipped it: two replicas of the local image, non-root, with
+// a read-only root filesystem, Available through its own probes, one of them the leader.
+func TestOperatorRunsAsInstalled(t *testing.T) {
+	var list corev1.PodList
+	if err := cluster.c.List(ctx(t), &list, client.InNamespace(operatorNS), client.MatchingLabels{"app.kubernetes.io/component": "operator"}); err != nil {
+		t.Fatal(err)
+	}
+	ready := 0
+	for _, p := range list.Items {
+		if ok, _ := podReady(p); ok {
+			ready++
+		}
+		c := p.Spec.Containers[0]
+		if c.Image != operatorImage {
+			t.Errorf("pod %s runs %s, want %s", p.Name, c.Image, operatorImage)
+		}
+		if c.SecurityContext == nil || !ptr.Deref(c.SecurityContext.ReadOnlyRootFilesystem, false) {
+			t.Errorf("pod %s: root filesystem not read-only", p.Name)
+		}
+		if p.Spec.SecurityContext == nil || ptr.Deref(p.Spec.SecurityContext.RunAsUser, 0) == 0 {
+			t.Errorf("pod %s runs as root", p.Name)
+		}
+	}
+	if ready != 2 {
+		t.Fatalf("%d of %d operator pods Ready, want 2", ready, len(list.Items))
+	}
+	holder := leaseHolder(t)
+	if !strings.HasPrefix(holder, operatorName+"-") {
+		t.Fatalf("lease holder %q is not an operator pod", holder)
+	}
+}
+
+func leaseHolder(t *testing.T) string {
+	t.Helper()
+	var l coordinationv1.Lease
+	if err := cluster.c.Get(ctx(t), client.ObjectKey{Namespace: operatorNS, Name: operatorName}, &l); err != nil {
+		t.Fatal(err)
+	}
+	id := ptr.Deref(l.Spec.HolderIdentity, "")
+	pod, _, _ := strings.Cut(id, "_")
+	return pod
+}
+
+// Two groups of a leader and a worker of fake-engine: the pods start, stay not Ready while the
+// engine "loads weights" (its /health fails), and become Ready through the startup and
+// readiness probes the operator generates; the serving then reports Ready and its leaders
+// answer /v1/models and /metrics at the port those probes use.
+func TestTwoGroupsOfTwoBecomeReadyThroughRealProbes(t *testing.T) {
+	const delay = 8 * time.Second
+	ns := namespace(t, "rn-ready-")
+	ms := fakeServing("fake", ns, 2, 2, "--load-delay="+delay.String())
+	if err := cluster.c.Create(ctx(t), ms); err != nil {
+		t.Fatal(err)
+	}
+	sawLoading := false
+	took := testenv.Eventually(t, 2*time.Minute, "2 groups × 2 pods Ready", func() (bool, error) {
+		ps := pods(t, ns, ms.Name)
+		ready := 0
+		for _, p := range ps {
+			if ok, _ := podReady(p); ok {
+				ready++
+			} else if isLeader(p) && p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil {
+				sawLoading = true // started, not Ready: loading
+			}
+		}
+		return len(ps) == 4 && ready == 4, fmt.Errorf("%d pods, %d Ready", len(ps), ready)
+	})
+	t.Logf("4 pods Ready after %s", took.Round(100*time.Millisecond))
+	if !sawLoading {
+		t.Error("never saw a leader running but not Ready while its engine loaded")
+	}
+	for _, p := range pods(t, ns, ms.Name) {
+		if !isLeader(p) {
+			continue
+		}
+		c := p.Spec.Containers[0]
+		if c.StartupProbe == nil || c.StartupProbe.HTTPGet == nil || c.StartupProbe.HTTPGet.Path != "/health" {
+			t.Fatalf("leader %s has no HTTP startup probe on /health: %+v", p.Name, c.StartupProbe)
+		}
+		// Ready no sooner than the load delay after the container started: the probe, not the
+		// start, made it Ready.
+		started := p.Status.ContainerStatuses[0].State.Running.StartedAt.Time
+		_, readyAt := podReady(p)
+		if readyAt.Sub(started) < delay-time.Second { // transition times have second precision
+			t.Errorf("leader %s Ready %s after its engine started, before the %s load delay", p.Name, readyAt.Sub(started), delay)
+		}
+		base := fmt.Sprintf("http://%s:%d", p.Status.PodIP, c.Ports[0].ContainerPort)
+		code, body, err := httpGet(base + "/v1/models")
+		if err != nil || code != http.StatusOK || !strings.Contains(body, `"id":"Qwen/Qwen3-0.6B"`) {
+			t.Errorf("%s/v1/models = %d %q (%v)", base, code, body, err)
+		}
+		code, body, err = httpGet(base + "/metrics")
+		if err != nil || code != http.StatusOK || !strings.Contains(body, `vllm:num_requests_waiting{model_name="Qwen/Qwen3-0.6B"} 0`) {
+			t.Errorf("%s/metrics = %d %q (%v)", base, code, body, err)
+		}
+	}
+	testenv.Eventually(t, time.Minute, "the serving Ready", func() (bool, error) {
+		var got v1.ModelServing
+		if err := cluster.c.Get(ctx(t), client.ObjectKeyFromObject(ms), &got); err != nil {
+			return false, err
+		}
+		return got.Status.Phase == v1.PhaseReady && got.Status.ReadyReplicas == 2,
+			fmt.Errorf("phase %s, %d ready groups", got.Status.Phase, got.Status.ReadyReplicas)
+	})
+}
+
+// An engine that never becomes healthy: its startup probe fails until the kubelet restarts the
+// container, LeaderWorkerSet recreates the group, and the serving never becomes Available.
+// describe shows the probe's own words.
+func TestEngineThatNeverBecomesHealthyIsReported(t *testing.T) {
+	ns := namespace(t, "rn-sick-")
+	ms := fakeServing("sick", ns, 1, 1, "--load-delay=never")
+	ms.Spec.Readiness.StartupTimeout = &metav1.Duration{Duration: 20 * time.Second}
+	if err := cluster.c.Create(ctx(t), ms); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	testenv.Eventually(t, 2*time.Minute, "describe to show the failing startup probe and the recreated group", func() (bool, error) {
+		out = kubectlLLM(t, "describe", "-n", ns, ms.Name)
+		return strings.Contains(out, "Startup probe failed: HTTP probe failed with statuscode: 503") &&
+			strings.Contains(out, "RecreateGroup"), errors.New("not yet")
+	})
+	t.Logf("describe:\n%s", out)
+	var got v1.ModelServing
+	if err := cluster.c.Get(ctx(t), client.ObjectKeyFromObject(ms), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase == v1.PhaseReady || got.Status.ReadyReplicas != 0 {
+		t.Fatalf("a serving whose engine never answers /health is %s with %d ready groups", got.Status.Phase, got.Status.ReadyReplicas)
+	}
+	if len(got.Status.Groups) != 1 || got.Status.Groups[0].Ready || got.Status.Groups[0].Reason == "" {
+		t.Fatalf("status.groups = %+v, want group 0 not ready, with a reason", got.Status.Groups)
+	}
+}
+
+// The operator's leader is killed (SIGKILL: it cannot hand the lease over); the other replica
+// takes the lease once it expires and carries on: a new serving becomes Ready, which needs the
+// operator's reconciler and the embedded LWS controllers and webhooks.
+func TestOperatorLeaderKilledSecondReplicaTakesOver(t *testing.T) {
+	old := leaseHolder(t)
+	var pod corev1.Pod
+	if err := cluster.c.Get(ctx(t), client.ObjectKey{Namespace: operatorNS, Name: old}, &pod); err != nil {
+		t.Fatalf("the lease holder %s: %v", old, err)
+	}
+	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	restarts := pod.Status.ContainerStatuses[0].RestartCount
+	kill := exec.Command("ctr", "--address", filepath.Join(cluster.dir, "containerd", "containerd.sock"), "-n", "k8s.io",
+		"tasks", "kill", "-s", "SIGKILL", id)
+	if out, err := kill.CombinedOutput(); err != nil {
+		t.Fatalf("kill the leader's container: %v\n%s", err, out)
+	}
+	start := time.Now()
+	var holder string
+	took := testenv.Eventually(t, time.Minute, "another replica to hold the lease", func() (bool, error) {
+		holder = leaseHolder(t)
+		return holder != old && holder != "", fmt.Errorf("holder %s", holder)
+	})
+	t.Logf("%s took the lease %s after %s was killed", holder, took.Round(100*time.Millisecond), old)
+
+	ns := namespace(t, "rn-failover-")
+	ms := fakeServing("after", ns, 1, 2)
+	if err := cluster.c.Create(ctx(t), ms); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, "a serving made after the failover to become Ready", func() (bool, error) {
+		var got v1.ModelServing
+		if err := cluster.c.Get(ctx(t), client.ObjectKeyFromObject(ms), &got); err != nil {
+			return false, err
+		}
+		return got.Status.Phase == v1.PhaseReady, fmt.Errorf("phase %q", got.Status.Phase)
+	})
+	// The killed replica came back (restarted by the kubelet) and is Ready again, as a follower.
+	testenv.Eventually(t, 2*time.Minute, "the killed replica to restart and be Ready", func() (bool, error) {
+		if err := cluster.c.Get(ctx(t), client.ObjectKey{Namespace: operatorNS, Name: old}, &pod); err != nil {
+			return false, err
+		}
+		ok, _ := podReady(pod)
+		return ok && pod.Status.ContainerStatuses[0].RestartCount > restarts, fmt.Errorf("ready %v, restarts %d", ok, pod.Status.ContainerStatuses[0].RestartCount)
+	})
+	if h := leaseHolder(t); h != holder {
+		t.Errorf("lease moved again, to %s, %s after the kill", h, time.Since(start).Round(time.Second))
+	}
+}
