@@ -27,9 +27,14 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -77,7 +82,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "realnode:", err)
 		os.Exit(1)
 	}
-	cluster.c, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	scheme := testenv.Scheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	cluster.c, err = client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "realnode:", err)
 		os.Exit(1)
@@ -113,6 +122,18 @@ func namespace(t *testing.T, prefix string) string {
 		_ = cluster.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
 	return ns
+}
+
+// waitReady waits up to 2 minutes for the serving's phase to be Ready.
+func waitReady(t *testing.T, ms *v1.ModelServing, what string) {
+	t.Helper()
+	testenv.Eventually(t, 2*time.Minute, what, func() (bool, error) {
+		var got v1.ModelServing
+		if err := cluster.c.Get(ctx(t), client.ObjectKeyFromObject(ms), &got); err != nil {
+			return false, err
+		}
+		return got.Status.Phase == v1.PhaseReady, fmt.Errorf("phase %q", got.Status.Phase)
+	})
 }
 
 func pods(t *testing.T, ns, name string) []corev1.Pod {
@@ -441,13 +462,7 @@ func TestOperatorLeaderKilledSecondReplicaTakesOver(t *testing.T) {
 	if err := cluster.c.Create(ctx(t), ms); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 2*time.Minute, "a serving made after the failover to become Ready", func() (bool, error) {
-		var got v1.ModelServing
-		if err := cluster.c.Get(ctx(t), client.ObjectKeyFromObject(ms), &got); err != nil {
-			return false, err
-		}
-		return got.Status.Phase == v1.PhaseReady, fmt.Errorf("phase %q", got.Status.Phase)
-	})
+	waitReady(t, ms, "a serving made after the failover to become Ready")
 	// The killed replica came back (restarted by the kubelet) and is Ready again, as a follower.
 	testenv.Eventually(t, 2*time.Minute, "the killed replica to restart and be Ready", func() (bool, error) {
 		if err := cluster.c.Get(ctx(t), client.ObjectKey{Namespace: operatorNS, Name: old}, &pod); err != nil {
@@ -459,4 +474,170 @@ func TestOperatorLeaderKilledSecondReplicaTakesOver(t *testing.T) {
 	if h := leaseHolder(t); h != holder {
 		t.Errorf("lease moved again, to %s, %s after the kill", h, time.Since(start).Round(time.Second))
 	}
+}
+
+// The operator Deployment rolls to a new image (as an upgrade does: `kubectl llm install` with
+// another --image) while LeaderWorkerSets are created all along: the embedded LWS webhooks
+// (failurePolicy Fail) must answer through the whole rollout, from old pods and new.
+func TestOperatorRollsToANewImageWhileLWSAdmissionKeepsWorking(t *testing.T) {
+	// Another reference to the same bytes: the pod template changes, so the Deployment rolls.
+	const next = "localhost/kubectl-llm:rollout"
+	tag := exec.Command("ctr", "--address", filepath.Join(cluster.dir, "containerd", "containerd.sock"), "-n", "k8s.io",
+		"images", "tag", "--force", operatorImage, next)
+	if out, err := tag.CombinedOutput(); err != nil {
+		t.Fatalf("ctr images tag: %v\n%s", err, out)
+	}
+	ns := namespace(t, "rn-rollout-")
+	// Unstructured, so that only the fields set here are sent (the typed struct would send its
+	// zero values, which the schema refuses before any webhook is asked).
+	lws := func(i int) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+			"metadata": map[string]any{"name": fmt.Sprintf("probe-%d", i), "namespace": ns},
+			"spec": map[string]any{"replicas": int64(0), "leaderWorkerTemplate": map[string]any{
+				"size": int64(1),
+				"workerTemplate": map[string]any{"spec": map[string]any{
+					"containers": []any{map[string]any{"name": "engine", "image": fakeEngine}}}},
+			}},
+		}}
+		return u
+	}
+	// Admission all along: a dry-run create goes through the mutating and validating webhooks
+	// and stores nothing.
+	stop := make(chan struct{})
+	type result struct {
+		tries, failures int
+		first           error
+	}
+	done := make(chan result)
+	go func() {
+		var r result
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- r
+				return
+			default:
+			}
+			r.tries++
+			if err := cluster.c.Create(context.Background(), lws(i), client.DryRunAll); err != nil {
+				r.failures++
+				if r.first == nil {
+					r.first = err
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	kubectlLLM(t, "install", "--lws=embedded", "--image", next)
+	took := testenv.Eventually(t, 3*time.Minute, "the operator Deployment rolled out on "+next, func() (bool, error) {
+		var list corev1.PodList
+		if err := cluster.c.List(ctx(t), &list, client.InNamespace(operatorNS), client.MatchingLabels{"app.kubernetes.io/component": "operator"}); err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, p := range list.Items {
+			if ok, _ := podReady(p); !ok || p.Spec.Containers[0].Image != next || p.DeletionTimestamp != nil {
+				return false, fmt.Errorf("pod %s: image %s, ready %v, terminating %v", p.Name, p.Spec.Containers[0].Image, ok, p.DeletionTimestamp != nil)
+			}
+			ready++
+		}
+		return ready == 2, fmt.Errorf("%d pods", ready)
+	})
+	// A little more after the last old pod went, then stop.
+	time.Sleep(2 * time.Second)
+	close(stop)
+	r := <-done
+	t.Logf("rolled out in %s; %d admission requests, %d refused", took.Round(100*time.Millisecond), r.tries, r.failures)
+	if r.tries < 10 {
+		t.Fatalf("only %d admission requests during the rollout: it says nothing", r.tries)
+	}
+	if r.failures > 0 {
+		t.Errorf("%d of %d LeaderWorkerSet admissions failed during the rollout; the first: %v", r.failures, r.tries, r.first)
+	}
+	// And the new operator serves: a serving made now becomes Ready, its pods labelled by the
+	// LWS pod webhook.
+	ms := fakeServing("upgraded", ns, 1, 2)
+	if err := cluster.c.Create(ctx(t), ms); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ms, "a serving made after the upgrade to become Ready")
+	for _, p := range pods(t, ns, ms.Name) {
+		if p.Labels[lwsv1.GroupIndexLabelKey] == "" || p.Labels[lwsv1.WorkerIndexLabelKey] == "" {
+			t.Errorf("pod %s lacks the labels the LWS pod webhook sets: %v", p.Name, p.Labels)
+		}
+	}
+}
+
+// Uninstall (last: it removes what the other tests use) deletes the servings first, then the
+// operator, then the CRDs, and leaves nothing of kubectl llm: no namespace, CRDs, cluster roles
+// and bindings, webhook configurations, and no container of the operator or the engines left on
+// the node.
+func TestUninstallLeavesNothingBehind(t *testing.T) {
+	ns := namespace(t, "rn-uninstall-")
+	ms := fakeServing("doomed", ns, 1, 2)
+	if err := cluster.c.Create(ctx(t), ms); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ms, "the serving to become Ready")
+	if before := leftovers(t); len(before) < 5 {
+		t.Fatalf("before uninstall the check sees only %v: it could not tell what uninstall leaves", before)
+	}
+	kubectlLLM(t, "uninstall", "--yes", "--timeout", "2m")
+	// The kubelet removes the containers of deleted pods in its garbage collection, once a minute.
+	testenv.Eventually(t, 3*time.Minute, "nothing of kubectl llm left", func() (bool, error) {
+		left := leftovers(t)
+		return len(left) == 0, fmt.Errorf("left: %v", left)
+	})
+}
+
+// leftovers lists what of kubectl llm is still in the cluster or on the node.
+func leftovers(t *testing.T) []string {
+	t.Helper()
+	var left []string
+	var nsObj corev1.Namespace
+	if err := cluster.c.Get(ctx(t), client.ObjectKey{Name: operatorNS}, &nsObj); err == nil {
+		left = append(left, "namespace "+operatorNS+" ("+string(nsObj.Status.Phase)+")")
+	}
+	for _, l := range []client.ObjectList{&apiextensionsv1.CustomResourceDefinitionList{}, &rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{},
+		&admissionv1.MutatingWebhookConfigurationList{}, &admissionv1.ValidatingWebhookConfigurationList{}} {
+		if err := cluster.c.List(ctx(t), l); err != nil {
+			left = append(left, err.Error())
+			continue
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items {
+			m := o.(client.Object)
+			if strings.Contains(m.GetName(), "kubectl-llm") || strings.HasSuffix(m.GetName(), ".kubectl-llm.dev") ||
+				m.GetName() == "leaderworkersets.leaderworkerset.x-k8s.io" {
+				left = append(left, fmt.Sprintf("%T %s", o, m.GetName()))
+			}
+		}
+	}
+	var podList corev1.PodList
+	if err := cluster.c.List(ctx(t), &podList); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range podList.Items {
+		for _, c := range p.Spec.Containers {
+			if c.Image == operatorImage || strings.HasPrefix(c.Image, "localhost/kubectl-llm:") || c.Image == fakeEngine {
+				left = append(left, "pod "+p.Namespace+"/"+p.Name)
+			}
+		}
+	}
+	// On the node: running containers (tasks) of the images.
+	out, err := exec.Command("ctr", "--address", filepath.Join(cluster.dir, "containerd", "containerd.sock"), "-n", "k8s.io",
+		"containers", "ls").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ctr containers ls: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "localhost/kubectl-llm:") || strings.Contains(line, fakeEngine) {
+			left = append(left, "container "+strings.Fields(line)[0])
+		}
+	}
+	return left
 }
