@@ -14,6 +14,10 @@
 #   hack/realnode.sh run CMD…  run CMD inside the namespace with KUBECONFIG set, $RN_DIR/bin first
 #                              on PATH (kubectl, kubectl-llm), REALNODE_NS and REALNODE_DIR set
 #   hack/realnode.sh status    the processes and the node
+#   hack/realnode.sh test [ARGS…]
+#                              up, the test/realnode tests inside the namespace (ARGS go to the test
+#                              binary, e.g. -test.run Leader), then down, whatever happened; the
+#                              exit code is the tests' (make test-realnode)
 #
 # Environment:
 #   RN_DIR   state directory (default <repo>/.realnode): binaries, images, pki, logs, node state
@@ -138,11 +142,11 @@ netns() {
   check_contained
 }
 
-# check_contained: lo and rn0 (and the pods' veths, which hang off rn0) are the only links; no
-# route has a gateway, a default, or a device other than lo/rn0.
+# check_contained (before any pod exists): lo and rn0 are the only links; no route has a
+# gateway, a default, or a device other than lo/rn0. test/realnode checks it again with pods.
 check_contained() {
   local bad
-  bad=$(IN ip -o link | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | grep -vxE 'lo|rn0|veth[0-9a-f]+' || true)
+  bad=$(IN ip -o link | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | grep -vxE 'lo|rn0' || true)
   [ -z "$bad" ] || die "unexpected link in $NS: $bad"
   local f
   for f in -4 -6; do
@@ -406,11 +410,34 @@ leftovers() {
   [ ! -e "/run/netns/$NS" ] || bad+=("netns $NS")
   [ -z "$(awk -v r="$RN_DIR/" 'index($2, r) == 1' /proc/mounts)" ] || bad+=("mounts under $RN_DIR")
   compgen -G "/sys/fs/cgroup/*/kubepods" >/dev/null && bad+=("kubepods cgroups")
-  local pid
+  local pid cmd
   for pid in /proc/[0-9]*; do
-    tr '\0' ' ' <"$pid/cmdline" 2>/dev/null | grep -qF "$RN_DIR/" && bad+=("process ${pid#/proc/}: $(tr '\0' ' ' <"$pid/cmdline")")
+    cmd=$(tr '\0' ' ' 2>/dev/null <"$pid/cmdline") || continue # gone meanwhile
+    case $cmd in *"$RN_DIR/"*) alive "${pid#/proc/}" && bad+=("process ${pid#/proc/}: $cmd") ;; esac
   done
   [ ${#bad[@]} -eq 0 ] || die "left behind: ${bad[*]}"
+}
+
+test_tier() {
+  need_root
+  local t0 rc=0
+  t0=$(date +%s.%N)
+  mkdir -p "$RN_DIR/bin"
+  # Compiled outside the namespace: go may need the module proxy, which is unreachable inside.
+  (cd "$ROOT" && go test -c -o "$RN_DIR/bin/realnode.test" ./test/realnode) || die "go test -c ./test/realnode failed"
+  [ ! -e "/run/netns/$NS" ] || down
+  if (up) >/dev/null; then # a subshell: a failing up exits it, not the tier (down still runs)
+    log "running test/realnode"
+    nsenter --net="/run/netns/$NS" env KUBECONFIG="$KCFG" PATH="$RN_DIR/bin:$PATH" REALNODE_NS="$NS" REALNODE_DIR="$RN_DIR" \
+      "$RN_DIR/bin/realnode.test" -test.v -test.timeout 20m "$@" || rc=$?
+  else
+    rc=1
+  fi
+  # up's lock is ours: down takes no lock; keep the logs of a failed run.
+  if [ "$rc" != 0 ] && [ -d "$LOGS" ]; then rm -rf "$RN_DIR/failed-logs"; cp -r "$LOGS" "$RN_DIR/failed-logs"; log "component logs kept in $RN_DIR/failed-logs"; fi
+  down || rc=1
+  log "real-node tier done in $(elapsed "$t0"), exit $rc"
+  return "$rc"
 }
 
 run() {
@@ -440,5 +467,6 @@ case "${1:-}" in
   down) down ;;
   run) shift; [ $# -gt 0 ] || die "usage: $0 run CMD [ARGS…]"; run "$@" ;;
   status) status ;;
-  *) echo "usage: $0 up|down|run CMD…|status" >&2; exit 2 ;;
+  test) shift; test_tier "$@" ;;
+  *) echo "usage: $0 up|down|run CMD…|status|test [ARGS…]" >&2; exit 2 ;;
 esac
