@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -71,6 +73,9 @@ func New(c Config) *Engine {
 //	GET  /metrics      Prometheus text format, with the engine's own metric names
 //	POST /fake/metrics set gauges: waiting=, running=, kv_cache= (query or form)
 //	POST /fake/health  healthy=false fails /health from now on, healthy=true lets it pass
+//	GET  /fake/dial    addr=HOST:PORT: tries a TCP connection from inside the pod and says what
+//	                   happened (the real-node tests check that pods cannot reach out)
+//	GET  /fake/resolve host=NAME: a DNS lookup through the pod's resolv.conf
 func (e *Engine) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", e.health)
@@ -78,6 +83,8 @@ func (e *Engine) Handler() http.Handler {
 	mux.HandleFunc("GET /metrics", e.metrics)
 	mux.HandleFunc("POST /fake/metrics", e.setMetrics)
 	mux.HandleFunc("POST /fake/health", e.setHealth)
+	mux.HandleFunc("GET /fake/dial", dial)
+	mux.HandleFunc("GET /fake/resolve", resolve)
 	return mux
 }
 
@@ -199,6 +206,50 @@ func (e *Engine) setHealth(w http.ResponseWriter, r *http.Request) {
 	e.sick = !healthy
 	e.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// Attempt is the outcome of /fake/dial or /fake/resolve.
+type Attempt struct {
+	OK      bool     `json:"ok"`
+	Error   string   `json:"error,omitempty"`
+	Addrs   []string `json:"addrs,omitempty"`
+	Seconds float64  `json:"seconds"`
+}
+
+func writeAttempt(w http.ResponseWriter, start time.Time, addrs []string, err error) {
+	a := Attempt{OK: err == nil, Addrs: addrs, Seconds: time.Since(start).Seconds()}
+	if err != nil {
+		a.Error = err.Error()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(a)
+}
+
+func dial(w http.ResponseWriter, r *http.Request) {
+	addr := r.URL.Query().Get("addr")
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		http.Error(w, "addr= must be HOST:PORT", http.StatusBadRequest)
+		return
+	}
+	start := time.Now()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err == nil {
+		c.Close()
+	}
+	writeAttempt(w, start, nil, err)
+}
+
+func resolve(w http.ResponseWriter, r *http.Request) {
+	host := r.URL.Query().Get("host")
+	if host == "" {
+		http.Error(w, "host= is required", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	addrs, err := (&net.Resolver{PreferGo: true}).LookupHost(ctx, host)
+	writeAttempt(w, start, addrs, err)
 }
 
 // ParseFlavor accepts vllm and sglang.

@@ -243,3 +243,36 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		t.Fatalf("run after cancel: %v", err)
 	}
 }
+
+func TestDialAndResolveSayWhatHappened(t *testing.T) {
+	srv := httptest.NewServer(New(Config{Model: "m", Flavor: FlavorVLLM}).Handler())
+	defer srv.Close()
+	attempt := func(path string) Attempt {
+		t.Helper()
+		code, body := get(t, srv, path)
+		var a Attempt
+		if err := json.Unmarshal([]byte(body), &a); err != nil || code != http.StatusOK {
+			t.Fatalf("%s = %d %q (%v)", path, code, body, err)
+		}
+		return a
+	}
+	// The test server itself is reachable; a closed port is refused.
+	if a := attempt("/fake/dial?addr=" + srv.Listener.Addr().String()); !a.OK {
+		t.Fatalf("dial the server itself: %+v", a)
+	}
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closed.Addr().String()
+	closed.Close()
+	if a := attempt("/fake/dial?addr=" + addr); a.OK || !strings.Contains(a.Error, "refused") {
+		t.Fatalf("dial a closed port: %+v", a)
+	}
+	if a := attempt("/fake/resolve?host=localhost"); !a.OK || len(a.Addrs) == 0 {
+		t.Fatalf("resolve localhost: %+v", a)
+	}
+	if code, _ := get(t, srv, "/fake/dial?addr=nohost"); code != http.StatusBadRequest {
+		t.Fatalf("addr without a port: %d, want 400", code)
+	}
+}

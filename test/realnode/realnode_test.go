@@ -13,6 +13,7 @@ package realnode
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -402,6 +403,56 @@ func TestTwoGroupsOfTwoBecomeReadyThroughRealProbes(t *testing.T) {
 		return got.Status.Phase == v1.PhaseReady && got.Status.ReadyReplicas == 2,
 			fmt.Errorf("phase %s, %d ready groups", got.Status.Phase, got.Status.ReadyReplicas)
 	})
+}
+
+// A vllm serving (not custom) with fake-engine as its image: the command line the operator
+// generates for vLLM (`vllm serve MODEL --host … --port …`) runs it, its probes pass, and from
+// inside its pod nothing beyond the node answers: a public address is unreachable, a name does
+// not resolve, while the kubernetes Service does answer (so the dial itself works).
+func TestVLLMServingOnFakeEngineAndItsPodsCannotReachOut(t *testing.T) {
+	ns := namespace(t, "rn-vllm-")
+	ms := fakeServing("vllm", ns, 1, 1)
+	ms.Spec.Engine = v1.EngineSpec{Type: v1.EngineVLLM, Image: fakeEngine, Port: 8000,
+		Env: []corev1.EnvVar{{Name: "FAKE_ENGINE_LOAD_DELAY", Value: "3s"}}}
+	if err := cluster.c.Create(ctx(t), ms); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ms, "the vllm serving Ready")
+	ps := pods(t, ns, ms.Name)
+	if len(ps) != 1 || ps[0].Spec.Containers[0].Command[0] != "vllm" {
+		t.Fatalf("want one pod running the vllm command, got %d pods", len(ps))
+	}
+	base := fmt.Sprintf("http://%s:8000", ps[0].Status.PodIP)
+	if code, body, err := httpGet(base + "/v1/models"); err != nil || code != http.StatusOK || !strings.Contains(body, `"id":"Qwen/Qwen3-0.6B"`) {
+		t.Fatalf("/v1/models = %d %q (%v)", code, body, err)
+	}
+	attempt := func(query string) (ok bool, msg string, secs float64) {
+		t.Helper()
+		code, body, err := httpGet(base + query)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("%s = %d %q (%v)", query, code, body, err)
+		}
+		var a struct {
+			OK      bool    `json:"ok"`
+			Error   string  `json:"error"`
+			Seconds float64 `json:"seconds"`
+		}
+		if err := json.Unmarshal([]byte(body), &a); err != nil {
+			t.Fatal(err)
+		}
+		return a.OK, a.Error, a.Seconds
+	}
+	if ok, msg, _ := attempt("/fake/dial?addr=10.96.0.1:443"); !ok {
+		t.Fatalf("the pod cannot reach the kubernetes Service either (%s): the checks below would prove nothing", msg)
+	}
+	for _, addr := range []string{"1.1.1.1:443", "8.8.8.8:53"} {
+		if ok, msg, secs := attempt("/fake/dial?addr=" + addr); ok || secs > 2 || !strings.Contains(msg, "unreachable") {
+			t.Errorf("from the pod, dial %s: ok=%v %q after %.1fs, want unreachable at once", addr, ok, msg, secs)
+		}
+	}
+	if ok, msg, _ := attempt("/fake/resolve?host=example.com"); ok {
+		t.Errorf("from the pod, example.com resolved (%s)", msg)
+	}
 }
 
 // An engine that never becomes healthy: its startup probe fails until the kubelet restarts the
