@@ -325,21 +325,9 @@ func TestOperatorRunsAsInstalled(t *testing.T) {
 	if ready != 2 {
 		t.Fatalf("%d of %d operator pods Ready, want 2", ready, len(list.Items))
 	}
-	holder := leaseHolder(t)
-	if !strings.HasPrefix(holder, operatorName+"-") {
-		t.Fatalf("lease holder %q is not an operator pod", holder)
+	if id := leaseIdentity(t); !strings.HasPrefix(id, operatorName+"-") {
+		t.Fatalf("lease holder %q is not an operator pod", id)
 	}
-}
-
-func leaseHolder(t *testing.T) string {
-	t.Helper()
-	var l coordinationv1.Lease
-	if err := cluster.c.Get(ctx(t), client.ObjectKey{Namespace: operatorNS, Name: operatorName}, &l); err != nil {
-		t.Fatal(err)
-	}
-	id := ptr.Deref(l.Spec.HolderIdentity, "")
-	pod, _, _ := strings.Cut(id, "_")
-	return pod
 }
 
 // Two groups of a leader and a worker of fake-engine: the pods start, stay not Ready while the
@@ -484,47 +472,116 @@ func TestEngineThatNeverBecomesHealthyIsReported(t *testing.T) {
 	}
 }
 
-// The operator's leader is killed (SIGKILL: it cannot hand the lease over); the other replica
-// takes the lease once it expires and carries on: a new serving becomes Ready, which needs the
-// operator's reconciler and the embedded LWS controllers and webhooks.
-func TestOperatorLeaderKilledSecondReplicaTakesOver(t *testing.T) {
-	old := leaseHolder(t)
-	var pod corev1.Pod
-	if err := cluster.c.Get(ctx(t), client.ObjectKey{Namespace: operatorNS, Name: old}, &pod); err != nil {
-		t.Fatalf("the lease holder %s: %v", old, err)
+// ctrTask runs `ctr tasks VERB … ID` against the node's containerd.
+func ctrTask(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command("ctr", append([]string{"--address", filepath.Join(cluster.dir, "containerd", "containerd.sock"), "-n", "k8s.io", "tasks"}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ctr tasks %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	restarts := pod.Status.ContainerStatuses[0].RestartCount
-	kill := exec.Command("ctr", "--address", filepath.Join(cluster.dir, "containerd", "containerd.sock"), "-n", "k8s.io",
-		"tasks", "kill", "-s", "SIGKILL", id)
-	if out, err := kill.CombinedOutput(); err != nil {
-		t.Fatalf("kill the leader's container: %v\n%s", err, out)
-	}
-	start := time.Now()
-	var holder string
-	took := testenv.Eventually(t, time.Minute, "another replica to hold the lease", func() (bool, error) {
-		holder = leaseHolder(t)
-		return holder != old && holder != "", fmt.Errorf("holder %s", holder)
-	})
-	t.Logf("%s took the lease %s after %s was killed", holder, took.Round(100*time.Millisecond), old)
+}
 
+// leader is the operator pod holding the Lease, its holder identity (pod_uuid: a new process
+// of the same pod has a new one), its container and its restart count.
+func leader(t *testing.T) (pod corev1.Pod, identity, container string, restarts int32) {
+	t.Helper()
+	identity = leaseIdentity(t)
+	name, _, _ := strings.Cut(identity, "_")
+	if err := cluster.c.Get(ctx(t), client.ObjectKey{Namespace: operatorNS, Name: name}, &pod); err != nil {
+		t.Fatalf("the lease holder %s: %v", identity, err)
+	}
+	cs := pod.Status.ContainerStatuses[0]
+	return pod, identity, strings.TrimPrefix(cs.ContainerID, "containerd://"), cs.RestartCount
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func leaseIdentity(t *testing.T) string {
+	t.Helper()
+	var l coordinationv1.Lease
+	if err := cluster.c.Get(ctx(t), client.ObjectKey{Namespace: operatorNS, Name: operatorName}, &l); err != nil {
+		t.Fatal(err)
+	}
+	return ptr.Deref(l.Spec.HolderIdentity, "")
+}
+
+// waitRestartedAndReady waits until the operator pod has restarted its container and is Ready.
+func waitRestartedAndReady(t *testing.T, name string, restarts int32, what string) {
+	t.Helper()
+	testenv.Eventually(t, 2*time.Minute, what, func() (bool, error) {
+		var pod corev1.Pod
+		if err := cluster.c.Get(ctx(t), client.ObjectKey{Namespace: operatorNS, Name: name}, &pod); err != nil {
+			return false, err
+		}
+		ok, _ := podReady(pod)
+		n := pod.Status.ContainerStatuses[0].RestartCount
+		return ok && n > restarts, fmt.Errorf("ready %v, restarts %d", ok, n)
+	})
+}
+
+// The leader hangs (its container frozen: it can neither renew nor hand over the Lease, as in a
+// partition): the second replica takes the Lease once it expires. Thawed, the old leader finds
+// the Lease gone, exits, is restarted by the kubelet and comes back as a follower; a serving
+// made then becomes Ready, which needs the new leader's reconciler and the embedded LWS
+// controllers and webhooks.
+func TestOperatorLeaderHangsSecondReplicaTakesOver(t *testing.T) {
+	old, oldID, container, restarts := leader(t)
+	ctrTask(t, "pause", container)
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			ctrTask(t, "resume", container)
+		}
+	}
+	t.Cleanup(thaw)
+	var newID string
+	took := testenv.Eventually(t, time.Minute, "the second replica to take the Lease", func() (bool, error) {
+		newID = leaseIdentity(t)
+		return newID != "" && !strings.HasPrefix(newID, old.Name+"_"), fmt.Errorf("holder %s", newID)
+	})
+	t.Logf("%s took the Lease %s after %s froze", newID, took.Round(100*time.Millisecond), oldID)
+	thaw()
+	waitRestartedAndReady(t, old.Name, restarts, "the thawed old leader to step down (exit) and come back Ready")
+	// It exited because it lost the Lease, not because the kubelet killed it (liveness would
+	// need 3 × 20 s; it was frozen for less).
+	logs, err := exec.Command("kubectl", "-n", operatorNS, "logs", old.Name, "--previous").CombinedOutput()
+	if err != nil || !strings.Contains(string(logs), "leader election lost") {
+		t.Errorf("the old leader's last log does not say it lost the election (%v):\n%s", err, tail(string(logs), 5))
+	}
+	if id := leaseIdentity(t); id != newID {
+		t.Errorf("the Lease moved from %s to %s when the old leader came back", newID, id)
+	}
 	ns := namespace(t, "rn-failover-")
 	ms := fakeServing("after", ns, 1, 2)
 	if err := cluster.c.Create(ctx(t), ms); err != nil {
 		t.Fatal(err)
 	}
 	waitReady(t, ms, "a serving made after the failover to become Ready")
-	// The killed replica came back (restarted by the kubelet) and is Ready again, as a follower.
-	testenv.Eventually(t, 2*time.Minute, "the killed replica to restart and be Ready", func() (bool, error) {
-		if err := cluster.c.Get(ctx(t), client.ObjectKey{Namespace: operatorNS, Name: old}, &pod); err != nil {
-			return false, err
-		}
-		ok, _ := podReady(pod)
-		return ok && pod.Status.ContainerStatuses[0].RestartCount > restarts, fmt.Errorf("ready %v, restarts %d", ok, pod.Status.ContainerStatuses[0].RestartCount)
+}
+
+// The leader is killed (SIGKILL: no hand-over): once the Lease expires a new operator process
+// holds it (the other replica, or the killed one restarted by the kubelet, whichever asks first)
+// and the operator carries on.
+func TestOperatorLeaderKilledANewLeaderTakesOver(t *testing.T) {
+	old, oldID, container, restarts := leader(t)
+	ctrTask(t, "kill", "-s", "SIGKILL", container)
+	var newID string
+	took := testenv.Eventually(t, time.Minute, "a new leader", func() (bool, error) {
+		newID = leaseIdentity(t)
+		return newID != "" && newID != oldID, fmt.Errorf("holder %s", newID)
 	})
-	if h := leaseHolder(t); h != holder {
-		t.Errorf("lease moved again, to %s, %s after the kill", h, time.Since(start).Round(time.Second))
+	t.Logf("%s took the Lease %s after %s was killed", newID, took.Round(100*time.Millisecond), oldID)
+	waitRestartedAndReady(t, old.Name, restarts, "the killed replica to restart and be Ready")
+	ns := namespace(t, "rn-killed-")
+	ms := fakeServing("after", ns, 1, 2)
+	if err := cluster.c.Create(ctx(t), ms); err != nil {
+		t.Fatal(err)
 	}
+	waitReady(t, ms, "a serving made after the kill to become Ready")
 }
 
 // The operator Deployment rolls to a new image (as an upgrade does: `kubectl llm install` with
