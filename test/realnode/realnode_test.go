@@ -341,7 +341,7 @@ func TestTwoGroupsOfTwoBecomeReadyThroughRealProbes(t *testing.T) {
 	if err := cluster.c.Create(ctx(t), ms); err != nil {
 		t.Fatal(err)
 	}
-	sawLoading := false
+	sawLoading, sawNotStarted := false, false
 	took := testenv.Eventually(t, 2*time.Minute, "2 groups × 2 pods Ready", func() (bool, error) {
 		ps := pods(t, ns, ms.Name)
 		ready := 0
@@ -349,14 +349,19 @@ func TestTwoGroupsOfTwoBecomeReadyThroughRealProbes(t *testing.T) {
 			if ok, _ := podReady(p); ok {
 				ready++
 			} else if isLeader(p) && p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil {
-				sawLoading = true // started, not Ready: loading
+				sawLoading = true // running, not Ready: loading
+				// The kubelet holds `started` false until the startup probe passes (the
+				// simulated cluster's kwok stage sets it true at once).
+				if started := p.Status.ContainerStatuses[0].Started; started != nil && !*started {
+					sawNotStarted = true
+				}
 			}
 		}
 		return len(ps) == 4 && ready == 4, fmt.Errorf("%d pods, %d Ready", len(ps), ready)
 	})
 	t.Logf("4 pods Ready after %s", took.Round(100*time.Millisecond))
-	if !sawLoading {
-		t.Error("never saw a leader running but not Ready while its engine loaded")
+	if !sawLoading || !sawNotStarted {
+		t.Errorf("never saw a leader running but not Ready (%v), not started (%v), while its engine loaded", sawLoading, sawNotStarted)
 	}
 	for _, p := range pods(t, ns, ms.Name) {
 		if !isLeader(p) {
