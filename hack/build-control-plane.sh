@@ -32,7 +32,7 @@ log() { echo "[build-control-plane $(date +%T)] $*" >&2; }
 # same Kubernetes version: kubelet 1.37 talks to Debian's containerd 1.6 only through a fallback that
 # 1.38 removes, and a skewed kubelet is not what the tests mean to run.
 build_kubelet() {
-  local kver ksum ldf tmp t0=$SECONDS
+  local kver ksum tmp t0=$SECONDS
   kver=$(version_of k8s.io/kubernetes "$TOOLS/kubelet")
   [ "$kver" = "$K8S" ] || { log "hack/tools/kubelet requires k8s.io/kubernetes $kver, the control plane $K8S: align them"; exit 1; }
   ksum=$(cat "$TOOLS/kubelet/go.mod" "$TOOLS/kubelet/go.sum" | sha256sum | cut -c1-10)

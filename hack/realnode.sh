@@ -23,6 +23,8 @@
 #   RN_DIR   state directory (default <repo>/.realnode): binaries, images, pki, logs, node state
 #   RN_NS    network namespace name (default kubectl-llm-rn)
 #   RN_SKIP_INSTALL=1  up stops before `kubectl llm install` (an empty cluster with one node)
+# One real node per machine (/run/kubectl-llm-realnode says whose): kubelet and containerd keep
+# some state at fixed host paths.
 #
 # Containment, by construction: the namespace has lo (with the node IP 10.255.255.1/32 and the
 # kubernetes Service IP 10.96.0.1/32) and the bridge rn0 (pods, 10.244.0.0/24) and nothing
@@ -55,7 +57,7 @@ SOCK=$RN_DIR/containerd/containerd.sock
 PKI=$RN_DIR/pki
 LOGS=$RN_DIR/logs
 KCFG=$RN_DIR/admin.kubeconfig
-IMAGES=(localhost/kubectl-llm:dev localhost/fake-engine:dev localhost/pause:dev)
+OWNER=/run/kubectl-llm-realnode # which RN_DIR the machine's one real node belongs to
 
 log() { echo "[realnode $(date +%T.%3N)] $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -306,6 +308,13 @@ up() {
   exec 9>>"$RN_DIR/.lock"
   flock -n 9 || die "another hack/realnode.sh holds $RN_DIR/.lock"
   [ ! -e "/run/netns/$NS" ] || die "network namespace $NS exists: run hack/realnode.sh down first"
+  # One real node per machine: kubelet and containerd keep state at fixed host paths
+  # (/var/lib/kubelet, /run/containerd, the kubepods cgroups) that a second one would share.
+  local odir ons
+  if read -r odir ons 2>/dev/null <"$OWNER" && [ "$odir" != "$RN_DIR" ] && [ -e "/run/netns/$ons" ]; then
+    die "another real node runs on this machine (RN_DIR=$odir, RN_NS=$ons): its down first (it shares kubelet's host paths)"
+  fi
+  echo "$RN_DIR $NS" >"$OWNER"
   packages
   BIN=$(bash "$ROOT/hack/build-control-plane.sh" kubelet) || die "hack/build-control-plane.sh kubelet failed"
   images
@@ -376,7 +385,9 @@ down() {
   # 4. mounts under the state directory (rootfs overlays, pod volumes), the pods' namespaces
   #    that appeared since up, then ours
   for m in $(awk -v r="$RN_DIR/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r); do umount -l "$m" || true; done
-  for n in $(ls /run/netns 2>/dev/null | grep '^cni-' || true); do
+  for n in /run/netns/cni-*; do
+    [ -e "$n" ] || continue
+    n=${n#/run/netns/}
     grep -qxF "$n" "$RN_DIR/netns-before" 2>/dev/null && continue
     umount "/run/netns/$n" 2>/dev/null || true
     rm -f "/run/netns/$n"
@@ -401,6 +412,8 @@ down() {
   rm -rf "$RN_DIR/pids" "$RN_DIR/etcd" "$RN_DIR/containerd" "$RN_DIR/cni" "$RN_DIR/kubelet" "$PKI" \
     "$KCFG" "$RN_DIR/kubelet.kubeconfig" "$RN_DIR/netns-before" "$RN_DIR/.made-run-netns" "$RN_DIR/bin-dir" "$RN_DIR/pod-resolv.conf"
   leftovers
+  local odir
+  if read -r odir _ 2>/dev/null <"$OWNER" && [ "$odir" = "$RN_DIR" ]; then rm -f "$OWNER"; fi
   log "down in $(elapsed "$t0")"
 }
 
@@ -442,7 +455,7 @@ test_tier() {
 
 run() {
   need_root
-  [ -e "/run/netns/$NS" ] && [ -f "$KCFG" ] || die "no cluster: run hack/realnode.sh up first"
+  if [ ! -e "/run/netns/$NS" ] || [ ! -f "$KCFG" ]; then die "no cluster: run hack/realnode.sh up first"; fi
   exec nsenter --net="/run/netns/$NS" env KUBECONFIG="$KCFG" PATH="$RN_DIR/bin:$PATH" \
     REALNODE_NS="$NS" REALNODE_DIR="$RN_DIR" "$@"
 }
