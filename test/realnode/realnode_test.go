@@ -396,6 +396,16 @@ func TestTwoGroupsOfTwoBecomeReadyThroughRealProbes(t *testing.T) {
 		return got.Status.Phase == v1.PhaseReady && got.Status.ReadyReplicas == 2,
 			fmt.Errorf("phase %s, %d ready groups", got.Status.Phase, got.Status.ReadyReplicas)
 	})
+	// The leading operator's metrics endpoint (the port its metrics Service selects) says so too.
+	leaderPod, _, _, _ := leader(t)
+	want := fmt.Sprintf(`kubectl_llm_groups_ready{name=%q,namespace=%q} 2`, ms.Name, ns)
+	testenv.Eventually(t, 30*time.Second, "the operator's metrics to count 2 ready groups", func() (bool, error) {
+		code, body, err := httpGet(fmt.Sprintf("http://%s:8080/metrics", leaderPod.Status.PodIP))
+		if err != nil || code != http.StatusOK {
+			return false, fmt.Errorf("GET /metrics: %d %v", code, err)
+		}
+		return strings.Contains(body, want), fmt.Errorf("no %s in the metrics", want)
+	})
 }
 
 // A vllm serving (not custom) with fake-engine as its image: the command line the operator
