@@ -603,8 +603,9 @@ func TestOperatorLeaderKilledANewLeaderTakesOver(t *testing.T) {
 // another --image) while LeaderWorkerSets are created all along: the embedded LWS webhooks
 // (failurePolicy Fail) must answer through the whole rollout, from old pods and new.
 func TestOperatorRollsToANewImageWhileLWSAdmissionKeepsWorking(t *testing.T) {
-	// Another reference to the same bytes: the pod template changes, so the Deployment rolls.
-	const next = "localhost/kubectl-llm:rollout"
+	// Another reference to the same bytes: the pod template changes, so the Deployment rolls
+	// (a new one each run, so that a second run on the same cluster rolls too).
+	next := fmt.Sprintf("localhost/kubectl-llm:rollout-%d", time.Now().Unix())
 	tag := exec.Command("ctr", "--address", filepath.Join(cluster.dir, "containerd", "containerd.sock"), "-n", "k8s.io",
 		"images", "tag", "--force", operatorImage, next)
 	if out, err := tag.CombinedOutput(); err != nil {
