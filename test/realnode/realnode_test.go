@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -299,8 +300,17 @@ func TestPureWaysOut(t *testing.T) {
 	}
 }
 
+func TestPureRootMountReadOnly(t *testing.T) {
+	ro := "2190 2170 0:310 / / ro,relatime master:1 - overlay overlay rw,lowerdir=/l\n2191 2190 0:312 / /proc rw,nosuid - proc proc rw\n"
+	rw := "2190 2170 0:310 / / rw,relatime master:1 - overlay overlay rw,lowerdir=/l\n2191 2190 0:312 / /tmp ro - tmpfs tmpfs ro\n"
+	if !rootMountReadOnly(ro) || rootMountReadOnly(rw) || rootMountReadOnly("") {
+		t.Fatal("rootMountReadOnly misreads mountinfo")
+	}
+}
+
 // The operator runs as the install shipped it: two replicas of the local image, non-root, with
-// a read-only root filesystem, Available through its own probes, one of them the leader.
+// a read-only root filesystem (in the spec, and in the process the runtime started), Available
+// through its own probes, one of them the leader.
 func TestOperatorRunsAsInstalled(t *testing.T) {
 	var list corev1.PodList
 	if err := cluster.c.List(ctx(t), &list, client.InNamespace(operatorNS), client.MatchingLabels{"app.kubernetes.io/component": "operator"}); err != nil {
@@ -321,6 +331,24 @@ func TestOperatorRunsAsInstalled(t *testing.T) {
 		if p.Spec.SecurityContext == nil || ptr.Deref(p.Spec.SecurityContext.RunAsUser, 0) == 0 {
 			t.Errorf("pod %s runs as root", p.Name)
 		}
+		// And the process itself, as the runtime started it: its user, its root mount.
+		pid := taskPID(t, strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://"))
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(st), "\n") {
+			if f := strings.Fields(line); len(f) == 5 && f[0] == "Uid:" && (f[1] != "65532" || f[2] != "65532") {
+				t.Errorf("pod %s: the operator process runs as %s, want 65532", p.Name, line)
+			}
+		}
+		mi, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rootMountReadOnly(string(mi)) {
+			t.Errorf("pod %s: the operator's / is writable", p.Name)
+		}
 	}
 	if ready != 2 {
 		t.Fatalf("%d of %d operator pods Ready, want 2", ready, len(list.Items))
@@ -328,6 +356,37 @@ func TestOperatorRunsAsInstalled(t *testing.T) {
 	if id := leaseIdentity(t); !strings.HasPrefix(id, operatorName+"-") {
 		t.Fatalf("lease holder %q is not an operator pod", id)
 	}
+}
+
+// taskPID is the host PID of a running container, from containerd.
+func taskPID(t *testing.T, id string) int {
+	t.Helper()
+	out, err := exec.Command("ctr", "--address", filepath.Join(cluster.dir, "containerd", "containerd.sock"), "-n", "k8s.io",
+		"tasks", "ls").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ctr tasks ls: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == id && f[2] == "RUNNING" {
+			var pid int
+			if _, err := fmt.Sscan(f[1], &pid); err == nil {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no running task %s in:\n%s", id, out)
+	return 0
+}
+
+// rootMountReadOnly reads /proc/PID/mountinfo: is the mount at / read-only?
+func rootMountReadOnly(mountinfo string) bool {
+	for _, line := range strings.Split(mountinfo, "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS …
+		if f := strings.Fields(line); len(f) > 5 && f[4] == "/" {
+			return slices.Contains(strings.Split(f[5], ","), "ro")
+		}
+	}
+	return false
 }
 
 // Two groups of a leader and a worker of fake-engine: the pods start, stay not Ready while the
