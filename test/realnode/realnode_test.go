@@ -32,6 +32,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -514,6 +515,63 @@ func TestVLLMServingOnFakeEngineAndItsPodsCannotReachOut(t *testing.T) {
 	}
 	if ok, msg, _ := attempt("/fake/resolve?host=example.com"); ok {
 		t.Errorf("from the pod, example.com resolved (%s)", msg)
+	}
+}
+
+// An engine that stops serving after it was Ready: the generated readiness probe takes the pod
+// out of the Service's endpoints and the serving out of Ready, without restarting anything
+// (readiness is not liveness); healed, it comes back.
+func TestEngineThatStopsServingLeavesReadyAndComesBack(t *testing.T) {
+	ns := namespace(t, "rn-flap-")
+	ms := fakeServing("flap", ns, 1, 1)
+	if err := cluster.c.Create(ctx(t), ms); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ms, "the serving Ready")
+	pod := pods(t, ns, ms.Name)[0]
+	base := fmt.Sprintf("http://%s:8000", pod.Status.PodIP)
+	setHealth := func(healthy bool) {
+		t.Helper()
+		resp, err := http.Post(fmt.Sprintf("%s/fake/health?healthy=%v", base, healthy), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("POST /fake/health: %s", resp.Status)
+		}
+	}
+	setHealth(false)
+	var got v1.ModelServing
+	took := testenv.Eventually(t, 90*time.Second, "the serving to leave Ready", func() (bool, error) {
+		if err := cluster.c.Get(ctx(t), client.ObjectKeyFromObject(ms), &got); err != nil {
+			return false, err
+		}
+		return got.Status.ReadyReplicas == 0 && got.Status.Phase != v1.PhaseReady, fmt.Errorf("phase %s, %d ready", got.Status.Phase, got.Status.ReadyReplicas)
+	})
+	t.Logf("not Ready %s after /health began to fail (3 failures × %d s); phase %s, group reason %q",
+		took.Round(time.Second), 10, got.Status.Phase, got.Status.Groups[0].Reason)
+	var eps discoveryv1.EndpointSliceList
+	if err := cluster.c.List(ctx(t), &eps, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: ms.Name + "-api"}); err != nil {
+		t.Fatal(err)
+	}
+	endpoints := 0
+	for _, sl := range eps.Items {
+		for _, e := range sl.Endpoints {
+			endpoints++
+			if ptr.Deref(e.Conditions.Ready, false) {
+				t.Errorf("endpoint %v of %s-api still ready", e.Addresses, ms.Name)
+			}
+		}
+	}
+	if endpoints == 0 {
+		t.Errorf("no endpoint of %s-api at all: the check above says nothing", ms.Name)
+	}
+	setHealth(true)
+	waitReady(t, ms, "the healed serving Ready again")
+	pod = pods(t, ns, ms.Name)[0]
+	if n := pod.Status.ContainerStatuses[0].RestartCount; n != 0 {
+		t.Errorf("the engine restarted %d times: a failing readiness probe must not restart it", n)
 	}
 }
 
