@@ -49,14 +49,15 @@ modcache-check: ## Fail when a script reads a module directory without downloadi
 control-plane: ## Build (or reuse) kube-apiserver, etcd, kwok… in the cache; prints the directory.
 	@bash hack/build-control-plane.sh
 
-test: ## Everything CI checks: generated files, gofmt, vet, and all tests against a real control plane.
+test: ## Everything CI checks: generated files, gofmt, vet, all tests against a real control plane, the real-node tier.
 	@assets=$$(bash hack/build-control-plane.sh); \
 	$(MAKE) --no-print-directory verify-generated fmt-check vet modcache-check; \
 	KUBEBUILDER_ASSETS=$$assets REALNODE=skip go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz
+	$(MAKE) --no-print-directory test-realnode
 
-# REALNODE=skip above: test/realnode then runs only its pure tests; its cluster tests need the
-# real node, which this target makes (as root; hack/realnode.sh).
+# REALNODE=skip in `go test` above: test/realnode then runs only its pure tests; its cluster tests
+# need the real node, which this target (the last step of `make test`) makes: as root, hack/realnode.sh.
 test-realnode: ## The real-node tier: a contained cluster with a real kubelet, the operator in pods, test/realnode.
 	bash hack/realnode.sh test
 
