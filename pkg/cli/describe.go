@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -110,8 +111,9 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	var lws *lwsv1.LeaderWorkerSet
 	l := &lwsv1.LeaderWorkerSet{}
 	switch err := o.client.Get(ctx, client.ObjectKeyFromObject(ms), l); {
-	case err == nil:
+	case err == nil && metav1.IsControlledBy(l, ms):
 		lws = l
+	case err == nil: // another's LeaderWorkerSet with the serving's name: not its groups
 	case apierrors.IsNotFound(err):
 	default:
 		// The LWS only sharpens "done"; describe still shows the groups from the pods.
@@ -119,9 +121,9 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	// The operator's update revision, not one hashed here: another version of the operator may
 	// name revisions otherwise, and the pods carry the operator's names.
 	d.updateRev = ms.Status.UpdateRevision
-	_, d.specErr = revision.SpecOf(ms.Spec)
-	d.summary = status.Summarize(status.Input{Serving: ms, LWS: lws, Pods: d.pods, UpdateRevision: d.updateRev,
-		TemplateRevision: d.updateRev, SpecError: d.specErr, Now: o.Clock.Now()})
+	input := status.InputOf(status.Observed{Serving: ms, LWS: lws, Pods: d.pods}, o.Clock.Now())
+	d.specErr = input.SpecError
+	d.summary = status.Summarize(input)
 	var events corev1.EventList
 	if err := o.client.List(ctx, &events, client.InNamespace(ms.Namespace)); err != nil {
 		return nil, fmt.Errorf("list events: %w", explain(err, host))

@@ -463,10 +463,7 @@ func (m *Model) derive() {
 	if m.name != "" {
 		m.sv = servingView{}
 		if ms := m.snap.Serving; ms != nil && ms.Name == m.name {
-			sum := status.Summarize(status.Input{
-				Serving: ms, Pods: m.snap.Pods, UpdateRevision: ms.Status.UpdateRevision,
-				TemplateRevision: ms.Status.UpdateRevision, Now: m.now,
-			})
+			sum := status.Summarize(status.InputOf(status.Observed{Serving: ms, LWS: m.snap.LWS, Pods: m.snap.Pods}, m.now))
 			msg, done, err := status.RolloutStatus(ms)
 			m.sv = servingView{ms: ms, sum: sum, groups: sum.Groups, rollout: strings.TrimSpace(msg),
 				rolloutDone: done, rolloutErr: err, partition: ptr.Deref(ms.Spec.Rollout.Partition, 0), size: max(int(ms.Spec.GroupSize), 1)}

@@ -104,8 +104,7 @@ func (p *plainPrinter) print(s Snapshot) (bool, error) {
 		return false, nil
 	}
 	p.found, p.started = true, true
-	sum := status.Summarize(status.Input{Serving: ms, Pods: s.Pods, UpdateRevision: ms.Status.UpdateRevision,
-		TemplateRevision: ms.Status.UpdateRevision, Now: now})
+	sum := status.Summarize(status.InputOf(status.Observed{Serving: ms, LWS: s.LWS, Pods: s.Pods}, now))
 	msg, done, rerr := status.RolloutStatus(ms)
 
 	line := fmt.Sprintf("serving %s: %s, %d/%d groups ready, %d/%d updated, revision %s", ms.Name,

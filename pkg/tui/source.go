@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
@@ -27,8 +28,11 @@ import (
 type Snapshot struct {
 	// Serving is the watched serving; nil until it exists (or after it was deleted).
 	Serving *v1.ModelServing
-	Pods    []corev1.Pod
-	Events  []corev1.Event // oldest first, at most maxEvents
+	// LWS is the serving's LeaderWorkerSet when the viewer may read it (nil otherwise): which
+	// revision its template carries (a paused rollout) and whether LWS caught up (done).
+	LWS    *lwsv1.LeaderWorkerSet
+	Pods   []corev1.Pod
+	Events []corev1.Event // oldest first, at most maxEvents
 	// Servings is the namespace's servings, by name (list mode).
 	Servings []v1.ModelServing
 	// Synced is true once every watch has listed what exists.
@@ -146,10 +150,16 @@ func (w watchSource) open(ns, name string) *stream {
 		UpdateFunc: func(any, any) { setErr(nil); st.changed() },
 		DeleteFunc: func(any) { st.changed() },
 	}
-	var informers []cache.Controller
+	var informers, optional []cache.Controller
 	quiet := logr.Discard()
 	inform := func(obj runtime.Object, list func() client.ObjectList, opts func(*metav1.ListOptions)) cache.Store {
-		lw := w.listWatch(ns, list, opts, setErr)
+		report := setErr
+		if _, ok := obj.(*lwsv1.LeaderWorkerSet); ok {
+			// Optional: a viewer who may not read LeaderWorkerSets still sees the serving; its
+			// errors are not the view's, and the first snapshot does not wait for it.
+			report = func(error) {}
+		}
+		lw := w.listWatch(ns, list, opts, report)
 		if _, ok := obj.(*v1.ModelServing); ok {
 			lw = w.servingListWatch(ns, opts, setErr)
 		}
@@ -161,7 +171,11 @@ func (w watchSource) open(ns, name string) *stream {
 			ObjectType:    obj,
 			Handler:       handler,
 		})
-		informers = append(informers, ctrl)
+		if _, ok := obj.(*lwsv1.LeaderWorkerSet); ok {
+			optional = append(optional, ctrl)
+		} else {
+			informers = append(informers, ctrl)
+		}
 		return store
 	}
 	synced := func() bool {
@@ -200,6 +214,10 @@ func (w watchSource) open(ns, name string) *stream {
 			func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.Set{"involvedObject.kind": "ModelServing", "involvedObject.name": name}.String()
 			})
+		lwss := inform(&lwsv1.LeaderWorkerSet{}, func() client.ObjectList { return &lwsv1.LeaderWorkerSetList{} },
+			func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+			})
 		build = func() Snapshot {
 			snap := Snapshot{Synced: synced(), Err: errOf()}
 			for _, o := range servings.List() {
@@ -207,6 +225,11 @@ func (w watchSource) open(ns, name string) *stream {
 			}
 			for _, o := range pods.List() {
 				snap.Pods = append(snap.Pods, *o.(*corev1.Pod))
+			}
+			for _, o := range lwss.List() {
+				if l := o.(*lwsv1.LeaderWorkerSet); snap.Serving != nil && metav1.IsControlledBy(l, snap.Serving) {
+					snap.LWS = l
+				}
 			}
 			for _, o := range events.List() {
 				snap.Events = append(snap.Events, *o.(*corev1.Event))
@@ -219,7 +242,7 @@ func (w watchSource) open(ns, name string) *stream {
 		}
 	}
 	st = newStream(w.lifetime, build)
-	for _, inf := range informers {
+	for _, inf := range append(informers[:len(informers):len(informers)], optional...) {
 		go inf.RunWithContext(st.ctx)
 	}
 	// The first snapshot says "nothing yet" (or "not found") once every list is done.
