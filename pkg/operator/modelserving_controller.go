@@ -1,10 +1,11 @@
 // Package operator reconciles ModelServings into LeaderWorkerSet groups: one LeaderWorkerSet,
-// one Service for the leaders and ControllerRevisions of the pod-affecting spec per serving.
-// Reconcile is observe → compute (pure: desired.go, podtemplate.go, planner.go) → act
-// (server-side apply, skipped when the intent is unchanged) → report (one status write, through
-// pkg/status). It also builds the manager that hosts the reconciler and, optionally, LWS.
-// It imports api, naming (names and labels), revision (revision encoding), scheme and status;
-// never cli or tui. Nothing but the `operator` command and tests imports it.
+// one Service for the leaders and ControllerRevisions of the pod-affecting spec per serving (with
+// spec.roles, a LeaderWorkerSet and a Service per role, moved together by pkg/roleplan).
+// Reconcile is observe → compute (pure: compute.go, compute_roles.go, desired.go, podtemplate.go,
+// planner.go) → act (server-side apply, skipped when the intent is unchanged) → report (one
+// status write, through pkg/status). It also builds the manager that hosts the reconciler and,
+// optionally, LWS. It imports api, naming (names and labels), revision (revision encoding),
+// roleplan (the roles' planner), scheme and status; never cli or tui. Nothing but the `operator` command and tests imports it.
 package operator
 
 import (

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
+	"github.com/kubectl-llm/kubectl-llm/pkg/roleplan"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
+)
+
+// newPDServing is a serving of prefill and decode groups of size pods, one GPU each.
+func newPDServing(ns, name string, prefill, decode, size int32) *v1.ModelServing {
+	ms := newServing(ns, name, 1, size, 1)
+	ms.Spec.Roles = []v1.RoleSpec{
+		{Name: v1.RolePrefill, Replicas: ptr.To(prefill), GroupSize: ptr.To(size)},
+		{Name: v1.RoleDecode, Replicas: ptr.To(decode), GroupSize: ptr.To(size)},
+	}
+	return ms
+}
+
+// ratioWatch checks, on every event of the serving's pods, that the roles' updated-and-ready
+// shares are within one planned step of each other (roleplan.InStep) for the revision rev.
+type ratioWatch struct {
+	mu         sync.Mutex
+	events     int
+	violations []string
+	// most is the highest count of ready groups on rev seen per role, to show the rollout moved.
+	most map[v1.RoleName]int32
+	stop chan struct{}
+}
+
+func watchRatio(t *testing.T, ms *v1.ModelServing, rev string) *ratioWatch {
+	t.Helper()
+	w := &ratioWatch{stop: make(chan struct{}), most: map[v1.RoleName]int32{}}
+	inf := podInformer(t, ms.Namespace, ms.Name)
+	roles, err := roleplan.RolesOf(ms.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(any) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.events++
+		var all []corev1.Pod
+		for _, o := range inf.GetStore().List() {
+			all = append(all, *o.(*corev1.Pod))
+		}
+		in := roleplan.Input{Roles: append([]roleplan.Role(nil), roles...)}
+		var shape []string
+		for i := range in.Roles {
+			r := &in.Roles[i]
+			var mine []corev1.Pod
+			for _, p := range all {
+				if p.Labels[naming.LabelRole] == string(r.Name) {
+					mine = append(mine, p)
+				}
+			}
+			for _, g := range status.BuildGroups(mine, 0, int(*ms.Spec.Roles[i].GroupSize), time.Now()) {
+				switch {
+				case g.Updated(rev, "") && g.Ready():
+					r.Updated++
+					r.ReadyUpdated++
+				case g.Updated(rev, ""):
+					r.Updated++
+				default:
+					r.Old++
+				}
+			}
+			w.most[r.Name] = max(w.most[r.Name], r.ReadyUpdated)
+			shape = append(shape, fmt.Sprintf("%s %d/%d ready new", r.Name, r.ReadyUpdated, r.Desired))
+		}
+		if !roleplan.InStep(in) {
+			w.violations = append(w.violations, fmt.Sprintf("event %d: %s", w.events, strings.Join(shape, ", ")))
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: check, UpdateFunc: func(_, o any) { check(o) }, DeleteFunc: check,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	go inf.Run(w.stop)
+	if !toolscache.WaitForCacheSync(w.stop, inf.HasSynced) {
+		t.Fatal("the pod informer did not sync")
+	}
+	t.Cleanup(func() { close(w.stop) })
+	return w
+}
+
+// rolePods are the live pods of one role of a serving, by name.
+func rolePods(t *testing.T, ns, name string, role v1.RoleName) map[string]types.UID {
+	t.Helper()
+	list := &corev1.PodList{}
+	if err := kc.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name, naming.LabelRole: string(role)}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]types.UID{}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Name] = p.UID
+		}
+	}
+	return out
+}
+
+// A 2 prefill : 6 decode serving (groups of 2 pods, 1 GPU each) becomes Ready; a new image rolls
+// out with the roles' ratio kept on every pod event; a worker lost in a prefill group recreates
+// that group alone.
+func TestRolesPrefillDecodeRolloutKeepsTheRatio(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ms := newPDServing(ns, "qwen", 2, 6, 2)
+	if err := kc.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("2 prefill + 6 decode groups × 2 pods Ready in %s", waitReady(t, ns, "qwen", settle))
+	ready := getServing(t, ns, "qwen")
+	if len(ready.Status.Roles) != 2 || ready.Status.Roles[0].ReadyGroups != "2/2" || ready.Status.Roles[1].ReadyGroups != "6/6" || ready.Status.ReadyGroups != "8/8" {
+		t.Fatalf("status roles %+v, readyGroups %s", ready.Status.Roles, ready.Status.ReadyGroups)
+	}
+	if n := len(pods(t, ns, "qwen")); n != 16 {
+		t.Fatalf("%d pods, want 16", n)
+	}
+
+	// A new image: the revision it makes, watched on every pod event from before the change.
+	next := ready.DeepCopy()
+	next.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1"
+	spec, err := revision.SpecOf(next.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := revision.Name("qwen", spec)
+	ratio := watchRatio(t, next, rev)
+	update(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1" })
+	took := testenv.Eventually(t, 3*settle, "the rollout to complete", func() (bool, error) {
+		ms := getServing(t, ns, "qwen")
+		onRev := 0
+		for _, p := range live(pods(t, ns, "qwen")) {
+			if p.Revision == rev && p.Ready {
+				onRev++
+			}
+		}
+		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Phase == v1.PhaseReady && ms.Status.UpdateRevision == rev &&
+			ms.Status.CurrentRevision == rev && onRev == 16, fmt.Errorf("phase %s, %d of 16 pods ready on %s", ms.Status.Phase, onRev, rev)
+	})
+	ratio.mu.Lock()
+	events, violations, most := ratio.events, append([]string(nil), ratio.violations...), ratio.most
+	ratio.mu.Unlock()
+	t.Logf("rollout of 2+6 groups completed in %s; the ratio was checked on %d pod events", took, events)
+	if most[v1.RolePrefill] != 2 || most[v1.RoleDecode] != 6 {
+		t.Errorf("the watch saw at most %v ready groups on the new revision, want 2 and 6: it missed the rollout", most)
+	}
+	if len(violations) > 0 {
+		t.Errorf("the roles' ready shares were more than one step apart on %d of %d events, first: %s", len(violations), events, violations[0])
+	}
+
+	// A worker lost in prefill group 0: that group alone is recreated.
+	prefillBefore, decodeBefore := rolePods(t, ns, "qwen", v1.RolePrefill), rolePods(t, ns, "qwen", v1.RoleDecode)
+	deletePod(t, ns, "qwen-prefill-0-1")
+	took = testenv.Eventually(t, settle, "prefill group 0 recreated and every group ready", func() (bool, error) {
+		now := rolePods(t, ns, "qwen", v1.RolePrefill)
+		for _, n := range []string{"qwen-prefill-0", "qwen-prefill-0-1"} {
+			if uid, ok := now[n]; !ok || uid == prefillBefore[n] {
+				return false, fmt.Errorf("%s not recreated yet", n)
+			}
+		}
+		ms := getServing(t, ns, "qwen")
+		return ms.Status.Phase == v1.PhaseReady && ms.Status.ReadyGroups == "8/8", fmt.Errorf("phase %s, %s ready", ms.Status.Phase, ms.Status.ReadyGroups)
+	})
+	t.Logf("prefill group 0 recreated and ready %s after its worker was deleted", took)
+	now := rolePods(t, ns, "qwen", v1.RolePrefill)
+	for _, n := range []string{"qwen-prefill-1", "qwen-prefill-1-1"} {
+		if now[n] != prefillBefore[n] {
+			t.Errorf("prefill pod %s was recreated; only group 0 should be", n)
+		}
+	}
+	for n, uid := range rolePods(t, ns, "qwen", v1.RoleDecode) {
+		if decodeBefore[n] != uid {
+			t.Errorf("decode pod %s was recreated by a prefill worker's loss", n)
+		}
+	}
+}
