@@ -162,6 +162,17 @@ func TestComputeRolesMovesEveryRoleByThePlanner(t *testing.T) {
 			state: roleplan.Waiting, why: "prefill: 0 of 1 new groups ready",
 		},
 		{
+			name: "a canary of one group per role holds once both canary groups are ready",
+			obs: func() *observed {
+				ms := rolling(v2ms)
+				ms.Spec.Roles[0].Rollout = &v1.RoleRolloutSpec{Partition: ptr.To[int32](1)}
+				ms.Spec.Roles[1].Rollout = &v1.RoleRolloutSpec{Partition: ptr.To[int32](5)}
+				return pdObserved(ms, pdPods(1, 5, v1rev, v2rev), v2rev, 1, 5, recorded(t, v1ms, 1), recorded(t, v2ms, 2))
+			},
+			prefill: roleShape{2, 1, "2", v2rev}, decode: roleShape{6, 5, "6", v2rev},
+			state: roleplan.CanaryHeld, why: "canary: prefill 1 of 2, decode 1 of 6",
+		},
+		{
 			name: "Recreate stops the old groups of every role first",
 			obs: func() *observed {
 				ms := rolling(v2ms)

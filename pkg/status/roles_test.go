@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -60,12 +61,13 @@ func TestSummarizeRoles(t *testing.T) {
 		message               string // a fragment of the Progressing or (when degraded) Degraded message
 		ready, updated, roles int32
 		phase                 v1.Phase
+		done                  bool
 	}{
 		{
 			name: "every role ready on the revision: Available, RolloutComplete, Ready",
 			in:   pdInput(ms, "r1", "r1", 2, 6, nil), available: metav1.ConditionTrue,
 			progress: v1.ReasonRolloutComplete, degraded: v1.ReasonAsExpected, message: "prefill 2 of 2, decode 6 of 6 groups ready",
-			ready: 8, updated: 8, phase: v1.PhaseReady,
+			ready: 8, updated: 8, phase: v1.PhaseReady, done: true,
 		},
 		{
 			name: "mid-rollout, Progressing carries the planner's step and what it waits for",
@@ -98,6 +100,19 @@ func TestSummarizeRoles(t *testing.T) {
 			ready: 7, updated: 8, phase: v1.PhaseDegraded,
 		},
 		{
+			name: "a canary of one group per role held by the planner: CanaryHeld, nothing left to wait for",
+			in: func() status.Input {
+				c := ms.DeepCopy()
+				c.Spec.Roles[0].Rollout = &v1.RoleRolloutSpec{Partition: ptr.To[int32](1)}
+				c.Spec.Roles[1].Rollout = &v1.RoleRolloutSpec{Partition: ptr.To[int32](5)}
+				in := pdInput(c, "r1", "r2", 1, 5, nil)
+				in.Plan = status.RolePlan{Step: 1, Steps: 6, State: "CanaryHeld", Why: "canary: prefill 1 of 2, decode 1 of 6 groups on the new revision; promote to go on"}
+				return in
+			}(),
+			available: metav1.ConditionTrue, progress: v1.ReasonCanaryHeld, degraded: v1.ReasonAsExpected, message: "canary: prefill 1 of 2, decode 1 of 6",
+			ready: 8, updated: 2, phase: v1.PhaseProgressing, done: true,
+		},
+		{
 			name: "paused by the planner: RolloutPaused",
 			in: func() status.Input {
 				p := ms.DeepCopy()
@@ -121,6 +136,9 @@ func TestSummarizeRoles(t *testing.T) {
 			msg := s.Progress.Message + " | " + s.Available.Message + " | " + s.Degraded.Message
 			if !strings.Contains(msg, tc.message) {
 				t.Errorf("messages %q, want %q in one", msg, tc.message)
+			}
+			if s.Done != tc.done || (s.Done && !s.DeadlineAt.IsZero()) {
+				t.Errorf("done %v (deadline %v), want %v", s.Done, s.DeadlineAt, tc.done)
 			}
 			if s.Ready != tc.ready || s.Updated != tc.updated || s.Desired != 8 || len(s.Roles) != 2 || s.Phase != tc.phase {
 				t.Errorf("ready %d updated %d desired %d roles %d phase %s; want %d, %d, 8, 2, %s", s.Ready, s.Updated, s.Desired, len(s.Roles), s.Phase, tc.ready, tc.updated, tc.phase)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,14 +40,15 @@ type ratioWatch struct {
 	mu         sync.Mutex
 	events     int
 	violations []string
-	// most is the highest count of ready groups on rev seen per role, to show the rollout moved.
-	most map[v1.RoleName]int32
-	stop chan struct{}
+	// most is the highest count of ready groups on rev seen per role, to show the rollout moved;
+	// least the lowest count of ready groups on any revision, what the role served throughout.
+	most, least map[v1.RoleName]int32
+	stop        chan struct{}
 }
 
 func watchRatio(t *testing.T, ms *v1.ModelServing, rev string) *ratioWatch {
 	t.Helper()
-	w := &ratioWatch{stop: make(chan struct{}), most: map[v1.RoleName]int32{}}
+	w := &ratioWatch{stop: make(chan struct{}), most: map[v1.RoleName]int32{}, least: map[v1.RoleName]int32{}}
 	inf := podInformer(t, ms.Namespace, ms.Name)
 	roles, err := roleplan.RolesOf(ms.Spec)
 	if err != nil {
@@ -69,7 +72,11 @@ func watchRatio(t *testing.T, ms *v1.ModelServing, rev string) *ratioWatch {
 					mine = append(mine, p)
 				}
 			}
+			readyAny := int32(0)
 			for _, g := range status.BuildGroups(mine, 0, int(*ms.Spec.Roles[i].GroupSize), time.Now()) {
+				if g.Ready() {
+					readyAny++
+				}
 				switch {
 				case g.Updated(rev, "") && g.Ready():
 					r.Updated++
@@ -81,6 +88,9 @@ func watchRatio(t *testing.T, ms *v1.ModelServing, rev string) *ratioWatch {
 				}
 			}
 			w.most[r.Name] = max(w.most[r.Name], r.ReadyUpdated)
+			if l, ok := w.least[r.Name]; !ok || readyAny < l {
+				w.least[r.Name] = readyAny
+			}
 			shape = append(shape, fmt.Sprintf("%s %d/%d ready new", r.Name, r.ReadyUpdated, r.Desired))
 		}
 		if !roleplan.InStep(in) {
@@ -117,12 +127,26 @@ func rolePods(t *testing.T, ns, name string, role v1.RoleName) map[string]types.
 }
 
 // A 2 prefill : 6 decode serving (groups of 2 pods, 1 GPU each) becomes Ready; a new image rolls
-// out with the roles' ratio kept on every pod event; a worker lost in a prefill group recreates
-// that group alone.
+// out with the roles' ratio kept on every pod event, and never fewer ready groups of a role than
+// its maxUnavailable allows (with surge: new capacity before old goes); a worker lost in a
+// prefill group recreates that group alone.
 func TestRolesPrefillDecodeRolloutKeepsTheRatio(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		maxSurge, unavailable int32
+	}{
+		{"maxSurge 0, maxUnavailable 1", 0, 1},
+		{"maxSurge 1, maxUnavailable 0", 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) { rolesRollout(t, intstr.FromInt32(tc.maxSurge), intstr.FromInt32(tc.unavailable)) })
+	}
+}
+
+func rolesRollout(t *testing.T, surge, unavailable intstr.IntOrString) {
 	ctx := context.Background()
 	ns := namespace(t)
 	ms := newPDServing(ns, "qwen", 2, 6, 2)
+	ms.Spec.Rollout.MaxSurge, ms.Spec.Rollout.MaxUnavailable = &surge, &unavailable
 	if err := kc.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
@@ -157,11 +181,17 @@ func TestRolesPrefillDecodeRolloutKeepsTheRatio(t *testing.T) {
 			ms.Status.CurrentRevision == rev && onRev == 16, fmt.Errorf("phase %s, %d of 16 pods ready on %s", ms.Status.Phase, onRev, rev)
 	})
 	ratio.mu.Lock()
-	events, violations, most := ratio.events, append([]string(nil), ratio.violations...), ratio.most
+	events, violations, most, least := ratio.events, append([]string(nil), ratio.violations...), maps.Clone(ratio.most), maps.Clone(ratio.least)
 	ratio.mu.Unlock()
 	t.Logf("rollout of 2+6 groups completed in %s; the ratio was checked on %d pod events", took, events)
 	if most[v1.RolePrefill] != 2 || most[v1.RoleDecode] != 6 {
 		t.Errorf("the watch saw at most %v ready groups on the new revision, want 2 and 6: it missed the rollout", most)
+	}
+	t.Logf("fewest ready groups during the rollout: prefill %d of 2, decode %d of 6", least[v1.RolePrefill], least[v1.RoleDecode])
+	for role, desired := range map[v1.RoleName]int32{v1.RolePrefill: 2, v1.RoleDecode: 6} {
+		if floor := desired - int32(unavailable.IntValue()); least[role] < floor {
+			t.Errorf("%s had %d ready groups at one event, fewer than replicas - maxUnavailable = %d", role, least[role], floor)
+		}
 	}
 	if len(violations) > 0 {
 		t.Errorf("the roles' ready shares were more than one step apart on %d of %d events, first: %s", len(violations), events, violations[0])
