@@ -79,8 +79,8 @@ func computeRoles(obs *observed, in computeInput, out intent, updateSpec revisio
 // rolePlanInput is the planner's input: each role's limits from the spec and, from the role's
 // pods, its groups on the update revision (and restart id), how many of those are ready, and its
 // groups on older ones. A group whose leader is gone (being recreated) counts by where the LWS
-// will recreate it: on the update revision at or above the partition, else on the old one; above
-// the LWS's replicas it is on its way out and not counted.
+// will recreate it: on the update revision at or above the partition, else on the old one. A
+// group on its way out (leaving) is not counted.
 func rolePlanInput(obs *observed, updateRev string, now time.Time) (roleplan.Input, error) {
 	ms := obs.serving
 	roles, err := roleplan.RolesOf(ms.Spec)
@@ -104,6 +104,9 @@ func rolePlanInput(obs *observed, updateRev string, now time.Time) (roleplan.Inp
 			liveRev = status.TemplateRevision(seen.lws)
 		}
 		for _, g := range status.BuildGroups(seen.pods, 0, int(spec.GroupSize), now) {
+			if leaving(g, r.Desired, seen.lws != nil, replicas) {
+				continue
+			}
 			switch {
 			case g.Updated(updateRev, restartID):
 				r.Updated++
@@ -112,7 +115,7 @@ func rolePlanInput(obs *observed, updateRev string, now time.Time) (roleplan.Inp
 				}
 			case g.Revision != "":
 				r.Old++
-			case seen.lws == nil || int32(g.Index) >= replicas:
+			case seen.lws == nil:
 			case int32(g.Index) >= partition && liveRev == updateRev:
 				r.Updated++
 			default:
@@ -124,6 +127,19 @@ func rolePlanInput(obs *observed, updateRev string, now time.Time) (roleplan.Inp
 		Roles: roles, Strategy: ms.Spec.Rollout.Strategy, Paused: ms.Spec.Rollout.Paused,
 		RollingOut: ms.Status.CurrentRevision != "" && ms.Status.CurrentRevision != updateRev,
 	}, nil
+}
+
+// leaving reports a group on its way out, which the planner must not count: at or above the
+// LWS's replicas (removed by a scale-down), or a surplus group (at or above the role's desired
+// groups) whose leader is gone or going. Counted, a surplus group that stops being ready while it
+// is removed would send the rollout back to the step that still had it (and the LWS up again);
+// the second rule holds even when the cached LWS is older than our last apply.
+func leaving(g status.Group, desired int32, haveLWS bool, replicas int32) bool {
+	if haveLWS && int32(g.Index) >= replicas {
+		return true
+	}
+	leader := g.Pods[0].State
+	return int32(g.Index) >= desired && (leader == status.PodTerminating || leader == status.PodMissing)
 }
 
 // statusPlan is the planner's decision as the status reports it.

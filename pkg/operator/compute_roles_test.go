@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -171,6 +172,25 @@ func TestComputeRolesMovesEveryRoleByThePlanner(t *testing.T) {
 			},
 			prefill: roleShape{2, 1, "2", v2rev}, decode: roleShape{6, 5, "6", v2rev},
 			state: roleplan.CanaryHeld, why: "canary: prefill 1 of 2, decode 1 of 6",
+		},
+		{
+			name: "surge: a surplus group on its way out is not counted, so the rollout never goes back to the step that added it",
+			obs: func() *observed {
+				ms := rolling(v2ms)
+				ms.Spec.Rollout.MaxSurge, ms.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
+				pods := pdPods(0, 0, v2rev, v2rev)
+				// The LWSs are down to 2 and 6 again; the surplus groups' pods terminate, prefill's
+				// leader is already gone. The cached decode LWS still says 7 (older than our apply).
+				pods = append(pods, fixtures.RoleGroup("qwen", v1.RolePrefill, 2, 2, v2rev)[1:]...)
+				for _, p := range fixtures.RoleGroup("qwen", v1.RoleDecode, 6, 2, v2rev) {
+					p.DeletionTimestamp = ptr.To(metav1.NewTime(computeNow))
+					pods = append(pods, p)
+				}
+				obs := pdObserved(ms, pods, v2rev, 0, 0, recorded(t, v1ms, 1), recorded(t, v2ms, 2))
+				obs.roles[1].lws.Spec.Replicas = ptr.To[int32](7)
+				return obs
+			},
+			prefill: roleShape{2, 0, "2", v2rev}, decode: roleShape{6, 0, "6", v2rev}, state: roleplan.Complete,
 		},
 		{
 			name: "Recreate stops the old groups of every role first",
