@@ -203,3 +203,35 @@ func TestRolesRunAsOneLWSAndServicePerRoleMovedByThePlanner(t *testing.T) {
 		return true, nil
 	})
 }
+
+func TestARoleChildThatIsNotOursIsLeftAloneAndReported(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	mine := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: naming.RoleServiceName("qwen", v1.RolePrefill), Namespace: ns},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "mine"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if err := env.Client.Create(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, pdServing(ns, "qwen")); err != nil {
+		t.Fatal(err)
+	}
+	got := waitServing(t, ns, "qwen", "Degraded/NameConflict", func(ms *v1.ModelServing) bool {
+		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionDegraded)
+		return c != nil && c.Reason == v1.ReasonNameConflict
+	})
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDegraded); !strings.Contains(c.Message, "Service qwen-prefill-api") {
+		t.Errorf("Degraded %q does not name the Service", c.Message)
+	}
+	// Only that child is held back: both LWSs and the decode Service are made.
+	for _, name := range []string{"qwen-prefill", "qwen-decode"} {
+		waitLWS(t, ns, name, func(*lwsv1.LeaderWorkerSet) bool { return true })
+	}
+	testenv.Eventually(t, 10*time.Second, "the decode Service", func() (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen-decode-api"}, &corev1.Service{})
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	after := &corev1.Service{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mine), after); err != nil || after.ResourceVersion != mine.ResourceVersion {
+		t.Errorf("the user's Service was touched (err %v, resourceVersion %s -> %s)", err, mine.ResourceVersion, after.ResourceVersion)
+	}
+}

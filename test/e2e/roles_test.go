@@ -184,8 +184,8 @@ func rolesRollout(t *testing.T, surge, unavailable intstr.IntOrString) {
 	events, violations, most, least := ratio.events, append([]string(nil), ratio.violations...), maps.Clone(ratio.most), maps.Clone(ratio.least)
 	ratio.mu.Unlock()
 	t.Logf("rollout of 2+6 groups completed in %s; the ratio was checked on %d pod events", took, events)
-	if most[v1.RolePrefill] != 2 || most[v1.RoleDecode] != 6 {
-		t.Errorf("the watch saw at most %v ready groups on the new revision, want 2 and 6: it missed the rollout", most)
+	if most[v1.RolePrefill] < 2 || most[v1.RoleDecode] < 6 {
+		t.Errorf("the watch saw at most %v ready groups on the new revision, want 2 and 6 (or more, with surge): it missed the rollout", most)
 	}
 	t.Logf("fewest ready groups during the rollout: prefill %d of 2, decode %d of 6", least[v1.RolePrefill], least[v1.RoleDecode])
 	for role, desired := range map[v1.RoleName]int32{v1.RolePrefill: 2, v1.RoleDecode: 6} {
