@@ -10,11 +10,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
@@ -73,7 +75,8 @@ func watchRatio(t *testing.T, ms *v1.ModelServing, rev string) *ratioWatch {
 				}
 			}
 			readyAny := int32(0)
-			for _, g := range status.BuildGroups(mine, 0, int(*ms.Spec.Roles[i].GroupSize), time.Now()) {
+			spec, _ := ms.Spec.ForRole(r.Name)
+			for _, g := range status.BuildGroups(mine, 0, int(spec.GroupSize), time.Now()) {
 				if g.Ready() {
 					readyAny++
 				}
@@ -140,6 +143,71 @@ func TestRolesPrefillDecodeRolloutKeepsTheRatio(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { rolesRollout(t, intstr.FromInt32(tc.maxSurge), intstr.FromInt32(tc.unavailable)) })
 	}
+	t.Run("a GPU shortage in prefill holds decode", rolesShortage)
+}
+
+// rolesShortage: prefill groups are one pod of 8 GPUs (a whole node) in zone a, whose two nodes
+// they fill; decode groups two pods of one GPU in zone b, which has room for more. With maxSurge 1
+// the decode surge group fits and the prefill one cannot: decode must wait at step 1 instead of
+// running ahead, and the status must say which role holds it.
+func rolesShortage(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ms := newPDServing(ns, "qwen", 2, 6, 2)
+	surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
+	ms.Spec.Rollout.MaxSurge, ms.Spec.Rollout.MaxUnavailable = &surge, &unavailable
+	ms.Spec.Roles[0].GroupSize, ms.Spec.Roles[0].Resources.GPUs = ptr.To[int32](1), ptr.To[int32](8)
+	ms.Spec.Roles[0].Scheduling.NodeSelector = map[string]string{"topology.kubernetes.io/zone": "sim-region-1a"}
+	ms.Spec.Roles[1].Scheduling.NodeSelector = map[string]string{"topology.kubernetes.io/zone": "sim-region-1b"}
+	if err := kc.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("2 prefill groups (8 GPUs) + 6 decode groups Ready in %s", waitReady(t, ns, "qwen", settle))
+	next := getServing(t, ns, "qwen").DeepCopy()
+	next.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1"
+	spec, err := revision.SpecOf(next.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratio := watchRatio(t, next, revision.Name("qwen", spec))
+	update(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1" })
+	var held *v1.ModelServing
+	took := testenv.Eventually(t, settle, "prefill's surge group short of GPUs, named in the status", func() (bool, error) {
+		held = getServing(t, ns, "qwen")
+		d := meta.FindStatusCondition(held.Status.Conditions, v1.ConditionDegraded)
+		ratio.mu.Lock()
+		decodeNew := ratio.most[v1.RoleDecode]
+		ratio.mu.Unlock()
+		return d != nil && d.Reason == v1.ReasonInsufficientGPU && strings.HasPrefix(d.Message, "prefill: ") && decodeNew == 1,
+			fmt.Errorf("Degraded %+v, decode %d ready new groups", d, decodeNew)
+	})
+	t.Logf("prefill short of GPUs and decode's step-1 group ready %s after the change", took)
+	time.Sleep(10 * time.Second) // long enough for decode to run ahead, were it let
+	held = getServing(t, ns, "qwen")
+	p := meta.FindStatusCondition(held.Status.Conditions, v1.ConditionProgressing)
+	if d := meta.FindStatusCondition(held.Status.Conditions, v1.ConditionDegraded); d != nil && p != nil {
+		t.Logf("Degraded %s: %s", d.Reason, d.Message)
+		t.Logf("Progressing %s: %s", p.Reason, p.Message)
+	}
+	if p == nil || !strings.Contains(p.Message, "waiting for prefill: 0 of 1 new groups ready") {
+		t.Errorf("Progressing %+v: want it to say prefill holds the rollout", p)
+	}
+	for role, want := range map[v1.RoleName]string{v1.RolePrefill: "replicas 3 partition 2", v1.RoleDecode: "replicas 7 partition 6"} {
+		lws := &lwsv1.LeaderWorkerSet{}
+		if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.RoleWorkloadName("qwen", role)}, lws); err != nil {
+			t.Fatal(err)
+		}
+		got := fmt.Sprintf("replicas %d partition %d", ptr.Deref(lws.Spec.Replicas, -1), ptr.Deref(lws.Spec.RolloutStrategy.RollingUpdateConfiguration.Partition, -1))
+		if got != want {
+			t.Errorf("%s LWS %s, want %s (step 1: its surge group only)", role, got, want)
+		}
+	}
+	ratio.mu.Lock()
+	defer ratio.mu.Unlock()
+	if ratio.most[v1.RoleDecode] != 1 || len(ratio.violations) > 0 {
+		t.Errorf("decode reached %d ready new groups while prefill had none; %d events out of step", ratio.most[v1.RoleDecode], len(ratio.violations))
+	}
+	t.Logf("held for 10 s: decode %d ready new group, prefill %d; %d pod events checked", ratio.most[v1.RoleDecode], ratio.most[v1.RolePrefill], ratio.events)
 }
 
 func rolesRollout(t *testing.T, surge, unavailable intstr.IntOrString) {
