@@ -18,6 +18,7 @@ build: ## Build bin/kubectl-llm.
 
 generate: ## Regenerate deepcopy code and the CRD from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) applyconfiguration:headerFile=hack/boilerplate.go.txt paths=./api/v1alpha1
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	@mkdir -p config/crd/lws
 	@# The LeaderWorkerSet CRD of the sigs.k8s.io/lws version in go.mod, for embedded LWS hosting.

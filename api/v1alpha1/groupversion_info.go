@@ -3,6 +3,7 @@
 // labels and annotations the operator and the plugin agree on. It imports only Kubernetes API packages.
 //
 // +kubebuilder:object:generate=true
+// +kubebuilder:ac:generate=true
 // +groupName=serving.kubectl-llm.dev
 package v1alpha1
 
@@ -14,6 +15,10 @@ import (
 var (
 	// GroupVersion is the group and version of the ModelServing API.
 	GroupVersion = schema.GroupVersion{Group: "serving.kubectl-llm.dev", Version: "v1alpha1"}
+
+	// SchemeGroupVersion is GroupVersion under the name generated code (the apply
+	// configurations in applyconfiguration/) expects.
+	SchemeGroupVersion = GroupVersion
 
 	// SchemeBuilder registers the API types with a runtime.Scheme.
 	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}

@@ -1,11 +1,21 @@
-// Command scale is the operator's scale harness: on the simulated cluster it runs the real
-// `kubectl-llm operator --lws=embedded`, creates N servings (one group of one pod each, no
-// simulated load delay) as fast as one client can, and measures for each serving the time from
-// its creation until its status says Ready, plus the operator's CPU time and memory.
+// Command scale is the side-by-side harness of docs/performance.md: on one simulated cluster it
+// measures LeaderWorkerSet alone (the upstream manager, sigs.k8s.io/lws/cmd, with its webhooks)
+// and then the real `kubectl-llm operator --lws=embedded` (which hosts the same LWS code) on the
+// same cases, and prints each figure with its ratio:
 //
-//	go run ./hack/scale -n 10,100,300
+//   - recovery: a worker of a group of 3 pods is deleted → its group is recreated and Ready,
+//     as the top object (LWS, or ModelServing) reports it;
+//   - rollout: 4 groups × 2 pods get a new image → every pod new and Ready, as the top object
+//     reports it;
+//   - burst: N objects of one size-1 group each created as fast as one client can → each Ready
+//     (p50, p99, max), the controller process's CPU per object and RSS after the burst;
+//   - the recovery and rollout again while the N burst objects are being deleted (namespace
+//     deletion in the background): one object's work must not wait behind the others'.
 //
-// It prints a Markdown table for docs/performance.md.
+// Recovery and rollout are repeated -reps times; the table gives the median and the spread.
+//
+//	go run ./hack/scale -n 100 -reps 5            # both, 100 burst objects
+//	go run ./hack/scale -n 300 -nodes 8 -only kubectl-llm
 package main
 
 import (
@@ -18,14 +28,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,21 +44,85 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/test/sim"
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
 func main() {
-	counts := flag.String("n", "10,100", "comma-separated numbers of servings, one run each")
+	n := flag.Int("n", 100, "burst objects")
+	reps := flag.Int("reps", 5, "repetitions of the recovery and rollout cases")
+	nodes := flag.Int("nodes", 0, "fake nodes (default: enough for the burst, at least 4)")
+	only := flag.String("only", "", "run one side only: lws or kubectl-llm")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
-	if err := run(*counts); err != nil {
+	if err := run(*n, *reps, *nodes, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
 }
 
-func run(counts string) error {
+// side is one of the two things measured: LWS alone, or kubectl-llm.
+type side struct {
+	name string
+	// start runs the controller; it returns its pid and how to stop it.
+	start func(ctx context.Context) (int, func(), error)
+	// create makes one top object of replicas groups of size pods with an image.
+	create func(ctx context.Context, ns, name string, replicas, size int32, image string) error
+	// setImage changes the image of a top object.
+	setImage func(ctx context.Context, ns, name, image string) error
+	// ready says whether the top object reports every group ready on its current spec.
+	ready func(ctx context.Context, ns, name string) (bool, error)
+	// watchReady delivers the names of the namespace's top objects as they first report Ready.
+	watchReady func(ctx context.Context, ns string) (<-chan string, error)
+}
+
+// results of one side.
+type results struct {
+	recovery, rollout, churnRecovery, churnRollout []time.Duration
+	burst                                          []time.Duration
+	cpuPerObject                                   time.Duration
+	rss                                            float64
+	// slowest is the burst object that took longest, and when it was created and how long.
+	slowest   string
+	slowestAt timing
+}
+
+type timing struct {
+	created time.Time
+	d       time.Duration
+}
+
+// trace prints when each object of one burst object's pipeline appeared, in seconds after the
+// object was created (the API's timestamps have whole seconds): where its time went.
+func trace(ctx context.Context, ns, name string, t timing) {
+	at := func(ts metav1.Time) string {
+		return fmt.Sprintf("%+.0fs", ts.Sub(t.created.Truncate(time.Second)).Seconds())
+	}
+	line := []string{"trace of the slowest, " + name + ":"}
+	lws := &lwsv1.LeaderWorkerSet{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lws); err == nil {
+		line = append(line, "LeaderWorkerSet "+at(lws.CreationTimestamp))
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sts); err == nil {
+		line = append(line, "StatefulSet "+at(sts.CreationTimestamp))
+	}
+	pod := &corev1.Pod{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-0"}, pod); err == nil {
+		line = append(line, "pod "+at(pod.CreationTimestamp))
+		for _, c := range pod.Status.Conditions {
+			line = append(line, string(c.Type)+" "+at(c.LastTransitionTime))
+		}
+	}
+	line = append(line, fmt.Sprintf("Ready seen %.1fs", t.d.Seconds()))
+	fmt.Fprintln(os.Stderr, strings.Join(line, "  "))
+}
+
+var kc client.WithWatch
+
+func run(n, reps, nodes int, only string) error {
 	ctx := context.Background()
 	root := testenv.RepoRoot()
 	dir, err := os.MkdirTemp("", "kubectl-llm-scale-")
@@ -61,173 +136,454 @@ func run(counts string) error {
 	if err := build.Run(); err != nil {
 		return err
 	}
-	cluster, err := sim.Start(ctx)
+	if nodes <= 0 {
+		nodes = max(4, n/100+2)
+	}
+	cluster, err := sim.StartWith(ctx, sim.Options{Nodes: nodes})
 	if err != nil {
 		return err
 	}
 	defer cluster.Stop()
-	// The install's CRDs, ServiceAccount, roles and webhook configurations; the operator runs as
-	// that ServiceAccount, as in a cluster.
+	cfg := cluster.Config
+	cfg.QPS, cfg.Burst = 200, 400
+	if kc, err = client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
+		return err
+	}
+	// The install's CRDs, ServiceAccount, roles and (empty) webhook configurations, for both sides:
+	// LWS alone gets the LeaderWorkerSet the operator makes of a ModelServing defaulted by the API
+	// server, and the operator runs as that ServiceAccount, as in a cluster.
 	if err := cluster.InstallOperatorManifests(ctx, "embedded"); err != nil {
 		return err
 	}
-	cfg := cluster.Config
-	cfg.QPS, cfg.Burst = 200, 400
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		return err
-	}
-	logPath := filepath.Join(dir, "operator.log")
-	defer func() {
-		if raw, err := os.ReadFile(logPath); err == nil {
-			n := 0
-			for _, l := range strings.Split(string(raw), "\n") {
-				if strings.Contains(l, "error") && n < 5 {
-					fmt.Fprintln(os.Stderr, "operator:", l)
-					n++
-				}
-			}
+	sides := []side{lwsAlone(cluster), kubectlLLM(cluster, bin, dir)}
+	got := map[string]*results{}
+	for _, s := range sides {
+		if only != "" && only != s.name {
+			continue
 		}
-	}()
-	op, err := startOperator(bin, cluster.Kubeconfig, logPath)
-	if err != nil {
-		return err
-	}
-	defer stopOperator(op)
-	time.Sleep(2 * time.Second) // let the operator's caches settle before measuring
-
-	fmt.Println("| servings | create all | all Ready | per-serving delay p50 / p90 / max | operator CPU | CPU per serving | operator RSS |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- |")
-	for i, s := range strings.Split(counts, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
+		fmt.Fprintf(os.Stderr, "== %s\n", s.name)
+		r, err := measure(ctx, s, n, reps)
 		if err != nil {
-			return fmt.Errorf("-n: %w", err)
+			return fmt.Errorf("%s: %w", s.name, err)
 		}
-		row, err := measure(ctx, c, op.Process.Pid, fmt.Sprintf("scale-%d", i), n)
-		if err != nil {
-			return err
-		}
-		fmt.Println(row)
+		got[s.name] = r
 	}
+	printTable(os.Stdout, n, reps, nodes, got["lws"], got["kubectl-llm"])
 	return nil
 }
 
-func measure(ctx context.Context, c client.WithWatch, pid int, ns string, n int) (string, error) {
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return "", err
+func measure(ctx context.Context, s side, n, reps int) (*results, error) {
+	pid, stop, err := s.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	time.Sleep(2 * time.Second) // the caches settle
+	r := &results{}
+	ns := newNamespace(ctx, s.name+"-cases")
+	if err := s.create(ctx, ns, "rec", 1, 3, "engine:v1"); err != nil {
+		return nil, err
+	}
+	if err := s.create(ctx, ns, "roll", 4, 2, "engine:v1"); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"rec", "roll"} {
+		if _, err := until(ctx, 2*time.Minute, func() (bool, error) { return s.ready(ctx, ns, name) }); err != nil {
+			return nil, fmt.Errorf("%s not ready: %w", name, err)
+		}
+	}
+	image := 1
+	cases := func(rec, roll *[]time.Duration) error {
+		for i := 0; i < reps; i++ {
+			d, err := recovery(ctx, s, ns, "rec")
+			if err != nil {
+				return err
+			}
+			*rec = append(*rec, d)
+			image++
+			d, err = rollout(ctx, s, ns, "roll", fmt.Sprintf("engine:v%d", image))
+			if err != nil {
+				return err
+			}
+			*roll = append(*roll, d)
+		}
+		return nil
+	}
+	if err := cases(&r.recovery, &r.rollout); err != nil {
+		return nil, err
+	}
+
+	burstNS := newNamespace(ctx, s.name+"-burst")
+	readyCh, err := s.watchReady(ctx, burstNS)
+	if err != nil {
+		return nil, err
+	}
+	cpu0, err := cpuTime(pid)
+	if err != nil {
+		return nil, err
+	}
+	created := make(map[string]time.Time, n)
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("m%04d", i)
+		created[name] = time.Now()
+		if err := s.create(ctx, burstNS, name, 1, 1, "engine:v1"); err != nil {
+			return nil, err
+		}
+	}
+	deadline := time.After(time.Duration(n)*time.Second + 2*time.Minute)
+	for len(r.burst) < n {
+		select {
+		case name := <-readyCh:
+			if t, ok := created[name]; ok {
+				d := time.Since(t)
+				r.burst = append(r.burst, d)
+				if d > r.slowestAt.d {
+					r.slowest, r.slowestAt = name, timing{t, d}
+				}
+				delete(created, name)
+			}
+		case <-deadline:
+			return nil, fmt.Errorf("burst of %d: only %d Ready in time", n, len(r.burst))
+		}
+	}
+	trace(ctx, burstNS, r.slowest, r.slowestAt)
+	cpu1, err := cpuTime(pid)
+	if err != nil {
+		return nil, err
+	}
+	r.cpuPerObject = (cpu1 - cpu0) / time.Duration(n)
+	if r.rss, err = rssMiB(pid); err != nil {
+		return nil, err
+	}
+
+	// Churn: the burst objects go (namespace deletion, in the background) while one object
+	// recovers and another rolls out.
+	if err := kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: burstNS}}); err != nil {
+		return nil, err
+	}
+	if err := cases(&r.churnRecovery, &r.churnRollout); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{ns, burstNS} {
+		_ = kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		_, _ = until(ctx, 5*time.Minute, func() (bool, error) {
+			err := kc.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
+	}
+	return r, nil
+}
+
+// recovery deletes worker 1 of group 0 and waits until every pod of the group is new and Ready
+// and the top object says ready.
+func recovery(ctx context.Context, s side, ns, name string) (time.Duration, error) {
+	old := podUIDs(ctx, ns, name)
+	start := time.Now()
+	if err := kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-0-1"}}); err != nil {
+		return 0, err
+	}
+	return until(ctx, 2*time.Minute, func() (bool, error) {
+		pods := livePods(ctx, ns, name)
+		if len(pods) != 3 {
+			return false, nil
+		}
+		for _, p := range pods {
+			if old[p.UID] || !podReady(&p) {
+				return false, nil
+			}
+		}
+		return s.ready(ctx, ns, name)
+	}, start)
+}
+
+// rollout sets a new image and waits until every pod runs it, Ready, and the top object says so.
+func rollout(ctx context.Context, s side, ns, name, image string) (time.Duration, error) {
+	start := time.Now()
+	if err := s.setImage(ctx, ns, name, image); err != nil {
+		return 0, err
+	}
+	return until(ctx, 3*time.Minute, func() (bool, error) {
+		pods := livePods(ctx, ns, name)
+		if len(pods) != 8 {
+			return false, nil
+		}
+		for _, p := range pods {
+			if p.Spec.Containers[0].Image != image || !podReady(&p) {
+				return false, nil
+			}
+		}
+		return s.ready(ctx, ns, name)
+	}, start)
+}
+
+// until polls cond every 50 ms and returns how long it took from start (now when not given).
+func until(ctx context.Context, timeout time.Duration, cond func() (bool, error), start ...time.Time) (time.Duration, error) {
+	t0 := time.Now()
+	if len(start) > 0 {
+		t0 = start[0]
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return time.Since(t0), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("not done after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func livePods(ctx context.Context, ns, set string) []corev1.Pod {
+	var pods corev1.PodList
+	_ = kc.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{lwsv1.SetNameLabelKey: set})
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func podUIDs(ctx context.Context, ns, set string) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	for _, p := range livePods(ctx, ns, set) {
+		out[p.UID] = true
+	}
+	return out
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func newNamespace(ctx context.Context, prefix string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := kc.Create(ctx, ns); err != nil {
+		panic(err)
 	}
 	for { // pods need the namespace's default ServiceAccount
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{}); err == nil {
-			break
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{}); err == nil {
+			return ns.Name
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	w, err := c.Watch(ctx, &v1.ModelServingList{}, client.InNamespace(ns))
-	if err != nil {
-		return "", err
-	}
-	defer w.Stop()
-	var mu sync.Mutex
-	created := map[string]time.Time{}
-	ready := map[string]time.Duration{}
-	done := make(chan struct{})
-	go func() {
-		for ev := range w.ResultChan() {
-			ms, ok := ev.Object.(*v1.ModelServing)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			now := time.Now()
-			mu.Lock()
-			if t, seen := created[ms.Name]; seen && ms.Status.Phase == v1.PhaseReady {
-				if _, had := ready[ms.Name]; !had {
-					ready[ms.Name] = now.Sub(t)
-					if len(ready) == n {
-						close(done)
-					}
-				}
-			}
-			mu.Unlock()
-		}
-	}()
-	cpu0, err := cpuTime(pid)
-	if err != nil {
-		return "", err
-	}
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		ms := &v1.ModelServing{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("m%04d", i), Namespace: ns},
-			Spec:       v1.ModelServingSpec{Model: "Qwen/Qwen3-0.6B", Replicas: ptr.To[int32](1), GroupSize: 1},
-		}
-		mu.Lock()
-		created[ms.Name] = time.Now()
-		mu.Unlock()
-		if err := c.Create(ctx, ms); err != nil {
-			return "", err
-		}
-	}
-	createAll := time.Since(start)
-	select {
-	case <-done:
-	case <-time.After(time.Duration(n)*time.Second + 2*time.Minute):
-		mu.Lock()
-		defer mu.Unlock()
-		return "", fmt.Errorf("%d servings: only %d Ready in time", n, len(ready))
-	}
-	allReady := time.Since(start)
-	slowest := ""
-	for name, d := range ready {
-		if slowest == "" || d > ready[slowest] {
-			slowest = name
-		}
-	}
-	trace(ctx, c, ns, slowest, created[slowest], ready[slowest])
-	cpu1, err := cpuTime(pid)
-	if err != nil {
-		return "", err
-	}
-	rss, err := rssMiB(pid)
-	if err != nil {
-		return "", err
-	}
-	mu.Lock()
-	var delays []time.Duration
-	for _, d := range ready {
-		delays = append(delays, d)
-	}
-	mu.Unlock()
-	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
-	q := func(p float64) time.Duration { return delays[int(p*float64(len(delays)-1))] }
-	cpu := cpu1 - cpu0
-	return fmt.Sprintf("| %d | %s | %s | %s / %s / %s | %s | %.1f ms | %.0f MiB |", n, round(createAll), round(allReady),
-		round(q(0.5)), round(q(0.9)), round(delays[len(delays)-1]), round(cpu), float64(cpu.Microseconds())/1000/float64(n), rss), nil
 }
 
-// trace prints, for one serving, when each object of its pipeline appeared, in seconds after the
-// serving was created (the API's timestamps have whole seconds).
-func trace(ctx context.Context, c client.Client, ns, name string, created time.Time, ready time.Duration) {
-	at := func(t metav1.Time) string {
-		return fmt.Sprintf("%+.0fs", t.Sub(created.Truncate(time.Second)).Seconds())
+// servingSpec is the ModelServing both sides run: LWS alone gets the LeaderWorkerSet the
+// operator would make of it, so the pods are the same.
+func servingSpec(ns, name string, replicas, size int32, image string) *v1.ModelServing {
+	return &v1.ModelServing{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "ModelServing"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1.ModelServingSpec{
+			Model: "Qwen/Qwen3-0.6B", Replicas: ptr.To(replicas), GroupSize: size,
+			Engine: v1.EngineSpec{Type: v1.EngineVLLM, Image: image, Port: 8000},
+		},
 	}
-	line := []string{"trace " + name + ":"}
-	lws := &lwsv1.LeaderWorkerSet{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lws); err == nil {
-		line = append(line, "LeaderWorkerSet "+at(lws.CreationTimestamp))
-	}
-	sts := &appsv1.StatefulSet{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sts); err == nil {
-		line = append(line, "StatefulSet "+at(sts.CreationTimestamp))
-	}
-	pod := &corev1.Pod{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-0"}, pod); err == nil {
-		line = append(line, "pod "+at(pod.CreationTimestamp))
-		for _, cond := range pod.Status.Conditions {
-			line = append(line, string(cond.Type)+" "+at(cond.LastTransitionTime))
+}
+
+func lwsAlone(cluster *sim.Cluster) side {
+	s := side{name: "lws"}
+	s.start = func(ctx context.Context) (int, func(), error) {
+		hook, err := testenv.FreePort()
+		if err != nil {
+			return 0, nil, err
 		}
+		probe, err := testenv.FreePort()
+		if err != nil {
+			return 0, nil, err
+		}
+		u, err := cluster.StartUpstreamLWS(ctx, hook, probe)
+		if err != nil {
+			return 0, nil, err
+		}
+		return u.Pid, func() { _ = u.Stop(context.Background()) }, nil
 	}
-	line = append(line, fmt.Sprintf("serving Ready seen %.1fs", ready.Seconds()))
-	fmt.Fprintln(os.Stderr, strings.Join(line, "  "))
+	s.create = func(ctx context.Context, ns, name string, replicas, size int32, image string) error {
+		ms := servingSpec(ns, name, replicas, size, image)
+		ms.TypeMeta = metav1.TypeMeta{}
+		if err := kc.Create(ctx, ms, client.DryRunAll); err != nil { // the API server's defaults
+			return err
+		}
+		spec, err := revision.SpecOf(ms.Spec)
+		if err != nil {
+			return err
+		}
+		ac, err := operator.DesiredLeaderWorkerSet(operator.LWSInput{Serving: ms, Revision: revision.Name(name, spec), RevisionSpec: spec, Replicas: replicas})
+		if err != nil {
+			return err
+		}
+		ac.OwnerReferences = nil // no ModelServing: LWS alone
+		return kc.Apply(ctx, ac, client.FieldOwner("scale"), client.ForceOwnership)
+	}
+	s.setImage = func(ctx context.Context, ns, name, image string) error {
+		lws := &lwsv1.LeaderWorkerSet{}
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lws); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(lws.DeepCopy())
+		for _, t := range []*corev1.PodTemplateSpec{lws.Spec.LeaderWorkerTemplate.LeaderTemplate, &lws.Spec.LeaderWorkerTemplate.WorkerTemplate} {
+			if t != nil {
+				t.Spec.Containers[0].Image = image
+			}
+		}
+		return kc.Patch(ctx, lws, patch)
+	}
+	lwsReady := func(lws *lwsv1.LeaderWorkerSet) bool {
+		want := ptr.Deref(lws.Spec.Replicas, 1)
+		return lws.Status.ReadyReplicas == want && lws.Status.UpdatedReplicas == want && lws.Status.Replicas == want
+	}
+	s.ready = func(ctx context.Context, ns, name string) (bool, error) {
+		lws := &lwsv1.LeaderWorkerSet{}
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lws); err != nil {
+			return false, err
+		}
+		return lwsReady(lws), nil
+	}
+	s.watchReady = func(ctx context.Context, ns string) (<-chan string, error) {
+		return watchTop(ctx, &lwsv1.LeaderWorkerSetList{}, ns, func(o client.Object) bool { return lwsReady(o.(*lwsv1.LeaderWorkerSet)) })
+	}
+	return s
+}
+
+func kubectlLLM(cluster *sim.Cluster, bin, dir string) side {
+	s := side{name: "kubectl-llm"}
+	s.start = func(ctx context.Context) (int, func(), error) {
+		op, err := startOperator(bin, cluster.Kubeconfig, filepath.Join(dir, "operator.log"))
+		if err != nil {
+			return 0, nil, err
+		}
+		return op.Process.Pid, func() { stopOperator(op) }, nil
+	}
+	s.create = func(ctx context.Context, ns, name string, replicas, size int32, image string) error {
+		ms := servingSpec(ns, name, replicas, size, image)
+		ms.TypeMeta = metav1.TypeMeta{}
+		return kc.Create(ctx, ms)
+	}
+	s.setImage = func(ctx context.Context, ns, name, image string) error {
+		ms := &v1.ModelServing{}
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ms); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(ms.DeepCopy())
+		ms.Spec.Engine.Image = image
+		return kc.Patch(ctx, ms, patch)
+	}
+	servingReady := func(ms *v1.ModelServing) bool {
+		return ms.Status.Phase == v1.PhaseReady && ms.Status.ObservedGeneration == ms.Generation
+	}
+	s.ready = func(ctx context.Context, ns, name string) (bool, error) {
+		ms := &v1.ModelServing{}
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ms); err != nil {
+			return false, err
+		}
+		return servingReady(ms), nil
+	}
+	s.watchReady = func(ctx context.Context, ns string) (<-chan string, error) {
+		return watchTop(ctx, &v1.ModelServingList{}, ns, func(o client.Object) bool { return servingReady(o.(*v1.ModelServing)) })
+	}
+	return s
+}
+
+// watchTop delivers each object's name once, the first time ready(object) holds.
+func watchTop(ctx context.Context, list client.ObjectList, ns string, ready func(client.Object) bool) (<-chan string, error) {
+	w, err := kc.Watch(ctx, list, client.InNamespace(ns))
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan string, 4096)
+	go func() {
+		defer w.Stop()
+		seen := map[string]bool{}
+		for ev := range w.ResultChan() {
+			o, ok := ev.Object.(client.Object)
+			if !ok || ev.Type == watch.Deleted || seen[o.GetName()] || !ready(o) {
+				continue
+			}
+			seen[o.GetName()] = true
+			out <- o.GetName()
+		}
+	}()
+	return out, nil
+}
+
+func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
+	fmt.Fprintf(w, "Simulated cluster of %d nodes; recovery and rollout: median [min–max] of %d; burst: %d objects.\n\n", nodes, reps, n)
+	fmt.Fprintln(w, "| case | LWS alone | kubectl-llm | ratio |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- |")
+	row := func(name string, f func(*results) []time.Duration) {
+		a, b := "—", "—"
+		ratio := "—"
+		var ma, mb time.Duration
+		if lws != nil {
+			ma, a = spread(f(lws))
+		}
+		if llm != nil {
+			mb, b = spread(f(llm))
+		}
+		if ma > 0 && mb > 0 {
+			ratio = fmt.Sprintf("%.2f×", float64(mb)/float64(ma))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, a, b, ratio)
+	}
+	row("worker deleted → group of 3 recreated and Ready, idle", func(r *results) []time.Duration { return r.recovery })
+	row("4 groups × 2, new image → all new and Ready, idle", func(r *results) []time.Duration { return r.rollout })
+	row("recovery while the burst is deleted", func(r *results) []time.Duration { return r.churnRecovery })
+	row("rollout while the burst is deleted", func(r *results) []time.Duration { return r.churnRollout })
+	q := func(p float64) func(*results) []time.Duration {
+		return func(r *results) []time.Duration { return []time.Duration{quantile(r.burst, p)} }
+	}
+	row(fmt.Sprintf("burst of %d → each Ready, p50", n), q(0.5))
+	row(fmt.Sprintf("burst of %d → each Ready, p99", n), q(0.99))
+	row(fmt.Sprintf("burst of %d → each Ready, max", n), q(1))
+	num := func(name, unit string, f func(*results) float64) {
+		a, b, ratio := "—", "—", "—"
+		if lws != nil {
+			a = fmt.Sprintf("%.1f %s", f(lws), unit)
+		}
+		if llm != nil {
+			b = fmt.Sprintf("%.1f %s", f(llm), unit)
+		}
+		if lws != nil && llm != nil && f(lws) > 0 {
+			ratio = fmt.Sprintf("%.2f× (%+.1f %s)", f(llm)/f(lws), f(llm)-f(lws), unit)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, a, b, ratio)
+	}
+	num("controller CPU per burst object", "ms", func(r *results) float64 { return float64(r.cpuPerObject.Microseconds()) / 1000 })
+	num("controller RSS after the burst", "MiB", func(r *results) float64 { return r.rss })
+}
+
+// spread is the median and "median [min–max]".
+func spread(ds []time.Duration) (time.Duration, string) {
+	if len(ds) == 0 {
+		return 0, "—"
+	}
+	m := quantile(ds, 0.5)
+	if len(ds) == 1 {
+		return m, round(m)
+	}
+	return m, fmt.Sprintf("%s [%s–%s]", round(m), round(quantile(ds, 0)), round(quantile(ds, 1)))
+}
+
+func quantile(ds []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(p*float64(len(s)-1))]
 }
 
 func round(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
@@ -275,6 +631,7 @@ func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 		"--metrics-bind-address=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe),
 		"--webhook-port", strconv.Itoa(webhook), "--zap-log-level=error")
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

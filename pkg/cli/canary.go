@@ -18,15 +18,13 @@ import (
 // CanaryOptions start a canary: a new image or model on the K highest groups, through the partition.
 type CanaryOptions struct {
 	*RootOptions
-	Name   string
+	servingTarget
 	Image  string
 	Model  string
 	Groups int32
 	servingOutput
 
-	set       func(string) bool
-	client    client.WithWatch
-	namespace string
+	set func(string) bool
 }
 
 func newCanaryCommand(root *RootOptions) *cobra.Command {
@@ -56,17 +54,14 @@ then kubectl llm canary promote NAME moves the rest, or kubectl llm canary abort
 // Complete reads NAME and resolves the client.
 func (o *CanaryOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.set = cmd.Flags().Changed
-	name, err := exactlyOneName(args, "kubectl llm canary NAME --image IMAGE --groups K")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks that there is something to canary on some groups.
 func (o *CanaryOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm canary NAME --image IMAGE --groups K"); err != nil {
+		return err
+	}
 	if o.Image == "" && o.Model == "" {
 		return fmt.Errorf("--image or --model is required: what the canary groups change to")
 	}
@@ -126,12 +121,9 @@ func (o *CanaryOptions) change() string {
 // CanaryDecisionOptions promote or abort a canary.
 type CanaryDecisionOptions struct {
 	*RootOptions
-	Name    string
+	servingTarget
 	Promote bool // false: abort
 	servingOutput
-
-	client    client.WithWatch
-	namespace string
 }
 
 func newCanaryPromoteCommand(root *RootOptions) *cobra.Command {
@@ -172,17 +164,16 @@ func (o *CanaryDecisionOptions) verb() string {
 
 // Complete reads NAME and resolves the client.
 func (o *CanaryDecisionOptions) Complete(_ *cobra.Command, args []string) error {
-	name, err := exactlyOneName(args, "kubectl llm canary "+o.verb()+" NAME")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks -o.
-func (o *CanaryDecisionOptions) Validate() error { return o.validateOutput() }
+func (o *CanaryDecisionOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm canary " + o.verb() + " NAME"); err != nil {
+		return err
+	}
+	return o.validateOutput()
+}
 
 // Run patches the partition (and, for abort, the spec) in one patch.
 func (o *CanaryDecisionOptions) Run(ctx context.Context) error {

@@ -3,7 +3,10 @@ package cli
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 func TestColourOnlyOnATerminalAndNeverWithNoColor(t *testing.T) {
@@ -52,6 +55,36 @@ func TestRenderTableAlignsColouredCellsByWhatIsVisible(t *testing.T) {
 		"llama-70b   \x1b[33mProgressing\x1b[0m   1h\n"
 	if b.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+// TestPreflightChecksAlignWhenColoured: the RESULT column is coloured on a terminal; the DETAIL
+// column starts at the same place on every line as the terminal shows it (without the codes).
+func TestPreflightChecksAlignWhenColoured(t *testing.T) {
+	rep := preflightReport{Serving: "ns/qwen", Groups: 1, GroupSize: 1, Checks: []check{
+		{Name: "GPU fit", Result: "ok", Detail: "fits"},
+		{Name: "LeaderWorkerSet API", Result: "FAIL", Detail: "not installed"},
+		{Name: "ModelServing API", Result: "unknown", Detail: "cannot read"},
+	}}
+	var b bytes.Buffer
+	if err := printPreflight(&b, rep, colors{on: true}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	checks := lines[len(lines)-4:]
+	col := -1
+	for _, l := range checks {
+		plain := ansi.Strip(l)
+		at := strings.LastIndex(plain, "   ") + 3
+		if col == -1 {
+			col = at
+		}
+		if at != col {
+			t.Errorf("the DETAIL column starts at %d in %q, at %d above:\n%s", at, plain, col, b.String())
+		}
+	}
+	if !strings.Contains(b.String(), "\x1b[31mFAIL\x1b[0m") {
+		t.Errorf("FAIL is not coloured:\n%q", b.String())
 	}
 }
 

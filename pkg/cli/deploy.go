@@ -10,25 +10,27 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsjson "sigs.k8s.io/json"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	msac "github.com/kubectl-llm/kubectl-llm/api/v1alpha1/applyconfiguration/api/v1alpha1"
 )
 
 // DeployOptions build a ModelServing from flags (or a file) and server-side apply it.
 type DeployOptions struct {
 	*RootOptions
+	servingTarget
 
-	Name           string
 	File           string
 	Model          string
 	Engine         string
@@ -50,12 +52,10 @@ type DeployOptions struct {
 	StartupTimeout time.Duration
 	Deadline       time.Duration
 	DryRun         string
-	Output         string
+	output         *outputFlags
 	Preflight      bool
 
-	set       func(flag string) bool // whether a flag was given
-	client    client.WithWatch
-	namespace string
+	set func(flag string) bool // whether a flag was given
 }
 
 // specFlags are the flags that build the spec; they cannot be mixed with -f.
@@ -114,38 +114,36 @@ change one thing.
 	f.DurationVar(&o.Deadline, "progress-deadline", 0, "How long a rollout may make no progress before it is reported failed (default 30m)")
 	f.StringVar(&o.DryRun, "dry-run", "none", `"none", "client" (print what would be applied) or "server" (validate and default on the API server, write nothing)`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
-	f.StringVarP(&o.Output, "output", "o", "", "Print the applied serving: yaml, json or name")
+	o.output = newOutputFlags("")
+	o.output.addFlags(cmd, "Print the applied serving: yaml, json or name (a client dry run prints yaml)")
 	f.BoolVar(&o.Preflight, "preflight", false, "Refuse to deploy when the spare GPUs of the cluster cannot hold the groups")
 	_ = cmd.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions([]cobra.Completion{"vllm", "sglang", "custom"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("strategy", cobra.FixedCompletions([]cobra.Completion{"RollingUpdate", "Recreate"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]cobra.Completion{"none", "client", "server"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"yaml", "json", "name"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
 // Complete reads the NAME argument and resolves the client and namespace.
 func (o *DeployOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.set = cmd.Flags().Changed
-	switch len(args) {
-	case 0:
-	case 1:
-		o.Name = args[0]
-	default:
-		return fmt.Errorf("expected one NAME, got %d arguments (%s): kubectl llm deploy NAME --model MODEL", len(args), strings.Join(args, " "))
-	}
 	if o.DryRun == "client" && o.Client == nil {
 		// A client dry run needs no cluster: only the namespace.
+		o.args = args
+		if len(args) > 0 {
+			o.Name = args[0]
+		}
 		ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 		o.namespace = ns
 		return err
 	}
-	c, ns, err := o.clientAndNamespace()
-	o.client, o.namespace = c, ns
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks the flags, naming the flag that is wrong.
 func (o *DeployOptions) Validate() error {
+	if len(o.args) > 1 {
+		return fmt.Errorf("expected one NAME, got %d arguments (%s): kubectl llm deploy NAME --model MODEL", len(o.args), strings.Join(o.args, " "))
+	}
 	if o.File != "" {
 		for _, f := range specFlags {
 			if o.set(f) {
@@ -156,64 +154,13 @@ func (o *DeployOptions) Validate() error {
 		if o.Name == "" {
 			return fmt.Errorf("NAME is required: kubectl llm deploy NAME --model MODEL")
 		}
-		if strings.TrimSpace(o.Model) == "" {
+		if o.Model == "" {
 			return fmt.Errorf("--model is required: the model the engine serves, e.g. --model Qwen/Qwen3-0.6B")
 		}
 	}
-	if o.Name != "" {
-		if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
-			return fmt.Errorf("NAME %q is not a valid object name: %s", o.Name, strings.Join(errs, "; "))
-		}
-	}
-	switch o.Engine {
-	case "", string(v1.EngineVLLM), string(v1.EngineSGLang):
-	case string(v1.EngineCustom):
-		if o.Image == "" {
-			return fmt.Errorf("--image is required with --engine custom: a custom engine has no default image")
-		}
-	default:
-		return fmt.Errorf("--engine must be vllm, sglang or custom, not %q", o.Engine)
-	}
-	if o.set("gpus") && o.GPUs < 0 {
-		return fmt.Errorf("--gpus must be 0 or more GPUs per pod, not %d", o.GPUs)
-	}
-	if o.set("group-size") && (o.GroupSize < 1 || o.GroupSize > 64) {
-		return fmt.Errorf("--group-size must be between 1 and 64 pods per group, not %d", o.GroupSize)
-	}
-	if o.set("replicas") && (o.Replicas < 0 || o.Replicas > 1000) {
-		return fmt.Errorf("--replicas must be between 0 and 1000 groups, not %d", o.Replicas)
-	}
-	if o.set("port") && (o.Port < 1 || o.Port > 65535) {
-		return fmt.Errorf("--port must be between 1 and 65535, not %d", o.Port)
-	}
-	if o.set("partition") && o.Partition < 0 {
-		return fmt.Errorf("--partition must be 0 or more, not %d", o.Partition)
-	}
-	switch v1.RolloutStrategyType(o.Strategy) {
-	case "", v1.RollingUpdate, v1.Recreate:
-	default:
-		return fmt.Errorf("--strategy must be RollingUpdate or Recreate, not %q", o.Strategy)
-	}
-	surgeZero, unavailZero := false, false
-	for _, f := range []struct {
-		name, val string
-		zero      *bool
-	}{{"max-surge", o.MaxSurge, &surgeZero}, {"max-unavailable", o.MaxUnavailable, &unavailZero}} {
-		if !o.set(f.name) {
-			continue
-		}
-		v, err := parseGroups(f.val)
-		if err != nil {
-			return fmt.Errorf("--%s must be a number of groups or a percentage such as 25%%, not %q", f.name, f.val)
-		}
-		*f.zero = v.String() == "0" || v.String() == "0%"
-	}
-	if o.set("max-surge") && o.set("max-unavailable") && surgeZero && unavailZero {
-		return fmt.Errorf("--max-surge and --max-unavailable cannot both be 0: use --max-unavailable 1 (no spare GPUs) or --max-surge 1 (one spare group)")
-	}
-	if o.Strategy == string(v1.Recreate) && o.set("max-surge") && !surgeZero {
-		return fmt.Errorf("--max-surge must be 0 with --strategy Recreate, which stops the old groups before starting new ones")
-	}
+	// What the flags set, the CRD's schema and CEL rules judge (names, ranges, the engine and
+	// strategy, maxSurge with maxUnavailable, the weights source, durations): the API server's
+	// message is the message. Checked here is only what cannot be sent at all.
 	for _, q := range []struct{ name, val string }{{"cpu", o.CPU}, {"memory", o.Memory}, {"shared-memory", o.SharedMemory}} {
 		if q.val == "" {
 			continue
@@ -221,15 +168,6 @@ func (o *DeployOptions) Validate() error {
 		if _, err := resource.ParseQuantity(q.val); err != nil {
 			return fmt.Errorf("--%s must be a quantity such as 8 or 64Gi, not %q", q.name, q.val)
 		}
-	}
-	if o.Weights != "" && !(strings.HasPrefix(o.Weights, "pvc://") || strings.HasPrefix(o.Weights, "hf://") || strings.HasPrefix(o.Weights, "s3://")) {
-		return fmt.Errorf("--weights must start with pvc://, hf:// or s3://, not %q", o.Weights)
-	}
-	if o.set("startup-timeout") && o.StartupTimeout <= 0 {
-		return fmt.Errorf("--startup-timeout must be a positive duration such as 20m, not %s", o.StartupTimeout)
-	}
-	if o.set("progress-deadline") && o.Deadline <= 0 {
-		return fmt.Errorf("--progress-deadline must be a positive duration such as 30m, not %s", o.Deadline)
 	}
 	for _, e := range o.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
@@ -241,25 +179,10 @@ func (o *DeployOptions) Validate() error {
 	default:
 		return fmt.Errorf(`--dry-run must be "none", "client" or "server", not %q`, o.DryRun)
 	}
-	return validOutput(o.Output, "", "yaml", "json", "name")
-}
-
-func parseGroups(s string) (intstr.IntOrString, error) {
-	v := intstr.Parse(s)
-	if v.Type == intstr.String {
-		if !strings.HasSuffix(s, "%") {
-			return v, fmt.Errorf("not a number or percentage")
-		}
-		if _, err := intstr.GetScaledValueFromIntOrPercent(&v, 100, false); err != nil {
-			return v, err
-		}
-		if strings.HasPrefix(s, "-") {
-			return v, fmt.Errorf("negative")
-		}
-	} else if v.IntVal < 0 {
-		return v, fmt.Errorf("negative")
+	if o.DryRun == "client" && o.output.format() == "" {
+		o.output.setFormat("yaml") // a client dry run is for its render
 	}
-	return v, nil
+	return o.output.validate()
 }
 
 // Run builds the serving, optionally checks it fits, and applies it.
@@ -269,10 +192,7 @@ func (o *DeployOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.DryRun == "client" {
-		if o.Output == "" {
-			return printObject(u, "yaml", o.Streams.Out)
-		}
-		return printObject(u, o.Output, o.Streams.Out)
+		return o.output.printObject(u, o.Streams.Out)
 	}
 	host := o.host()
 	existing := &v1.ModelServing{}
@@ -296,8 +216,8 @@ func (o *DeployOptions) Run(ctx context.Context) error {
 	if o.DryRun == "none" {
 		o.warnWithoutLWS(ctx)
 	}
-	if o.Output != "" {
-		return printObject(u, o.Output, o.Streams.Out)
+	if !o.output.ownFormat() {
+		return o.output.printObject(u, o.Streams.Out)
 	}
 	verb := "created"
 	if exists {
@@ -331,8 +251,7 @@ func (o *DeployOptions) unchanged(existing *v1.ModelServing, applied *unstructur
 // warnWithoutLWS says, on stderr, when the cluster has no LeaderWorkerSet API: the serving is
 // stored, but no group starts until LWS is installed or the operator hosts it.
 func (o *DeployOptions) warnWithoutLWS(ctx context.Context) {
-	p := &PreflightOptions{RootOptions: o.RootOptions, client: o.client}
-	if ch := p.crdCheck(ctx, "LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"); ch.Result == "FAIL" {
+	if ch := crdCheck(ctx, o.client, "LeaderWorkerSet API", lwsCRDName); ch.Result == "FAIL" {
 		fmt.Fprintln(o.Streams.ErrOut, "Warning: the LeaderWorkerSet API is not installed in this cluster: no group starts until it is"+
 			" (install LWS, or run the operator with --lws=embedded)")
 	}
@@ -345,7 +264,7 @@ func (o *DeployOptions) preflight(ctx context.Context, u *unstructured.Unstructu
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ms); err != nil {
 		return fmt.Errorf("read the serving to check it: %w", err)
 	}
-	p := &PreflightOptions{RootOptions: o.RootOptions, client: o.client, namespace: o.namespace}
+	p := &PreflightOptions{RootOptions: o.RootOptions, servingTarget: servingTarget{client: o.client, namespace: o.namespace}}
 	rep, err := p.report(ctx, ms, existing, exists)
 	if err != nil {
 		return err
@@ -359,81 +278,109 @@ func (o *DeployOptions) preflight(ctx context.Context, u *unstructured.Unstructu
 	return nil
 }
 
-// build returns the object to apply: from the file, or only the fields the flags set.
+// build returns the object to apply: from the file, or only the fields the flags set (a typed
+// apply configuration: what is not given is not sent, so not owned).
 func (o *DeployOptions) build() (*unstructured.Unstructured, error) {
 	if o.File != "" {
 		return o.fromFile()
 	}
-	spec := map[string]any{"model": o.Model}
-	engine := map[string]any{}
-	put := func(m map[string]any, flag, key string, val any) {
-		if o.set(flag) {
-			m[key] = val
-		}
+	spec, err := o.specFromFlags()
+	if err != nil {
+		return nil, err
 	}
-	put(engine, "engine", "type", o.Engine)
-	put(engine, "image", "image", o.Image)
-	if len(o.Args) > 0 {
-		engine["args"] = toAny(o.Args)
+	data, err := json.Marshal(msac.ModelServing(o.Name, o.namespace).WithSpec(spec))
+	if err != nil {
+		return nil, fmt.Errorf("encode the serving: %w", err)
 	}
-	if len(o.Env) > 0 {
-		var env []any
-		for _, e := range o.Env {
-			k, v, _ := strings.Cut(e, "=")
-			env = append(env, map[string]any{"name": k, "value": v})
-		}
-		engine["env"] = env
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		return nil, fmt.Errorf("encode the serving: %w", err)
 	}
-	put(engine, "port", "port", int64(o.Port))
-	res := map[string]any{}
-	put(res, "gpus", "gpus", int64(o.GPUs))
-	put(res, "cpu", "cpu", o.CPU)
-	put(res, "memory", "memory", o.Memory)
-	put(spec, "group-size", "groupSize", int64(o.GroupSize))
-	put(spec, "replicas", "replicas", int64(o.Replicas))
-	rollout := map[string]any{}
-	put(rollout, "strategy", "strategy", o.Strategy)
-	if o.set("max-surge") {
-		rollout["maxSurge"] = intOrString(o.MaxSurge)
-	}
-	if o.set("max-unavailable") {
-		rollout["maxUnavailable"] = intOrString(o.MaxUnavailable)
-	}
-	put(rollout, "partition", "partition", int64(o.Partition))
-	put(rollout, "progress-deadline", "progressDeadline", o.Deadline.String())
-	weights := map[string]any{}
-	put(weights, "weights", "source", o.Weights)
-	put(weights, "shared-memory", "sharedMemory", o.SharedMemory)
-	readiness := map[string]any{}
-	put(readiness, "startup-timeout", "startupTimeout", o.StartupTimeout.String())
-	for key, m := range map[string]map[string]any{"engine": engine, "resources": res, "rollout": rollout, "weights": weights, "readiness": readiness} {
-		if len(m) > 0 {
-			spec[key] = m
-		}
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1.GroupVersion.String(),
-		"kind":       "ModelServing",
-		"metadata":   map[string]any{"name": o.Name, "namespace": o.namespace},
-		"spec":       spec,
-	}}
 	return u, nil
 }
 
-func intOrString(s string) any {
-	v := intstr.Parse(s)
-	if v.Type == intstr.Int {
-		return int64(v.IntVal)
+// specFromFlags is the spec of the flags that were given, and only of those.
+func (o *DeployOptions) specFromFlags() (*msac.ModelServingSpecApplyConfiguration, error) {
+	spec := msac.ModelServingSpec().WithModel(o.Model)
+	eng := lazily(msac.EngineSpec, func(e *msac.EngineSpecApplyConfiguration) { spec.WithEngine(e) })
+	resources := lazily(msac.ResourceSpec, func(r *msac.ResourceSpecApplyConfiguration) { spec.WithResources(r) })
+	roll := lazily(msac.RolloutSpec, func(r *msac.RolloutSpecApplyConfiguration) { spec.WithRollout(r) })
+	wts := lazily(msac.WeightsSpec, func(w *msac.WeightsSpecApplyConfiguration) { spec.WithWeights(w) })
+	var err error
+	quantity := func(flag, s string, set func(resource.Quantity)) {
+		if err != nil || !o.set(flag) {
+			return
+		}
+		q, perr := resource.ParseQuantity(s) // Validate checked it
+		if perr != nil {
+			err = fmt.Errorf("--%s: %w", flag, perr)
+			return
+		}
+		set(q)
 	}
-	return s
+	if o.set("engine") {
+		eng().WithType(v1.EngineType(o.Engine))
+	}
+	if o.set("image") {
+		eng().WithImage(o.Image)
+	}
+	if len(o.Args) > 0 {
+		eng().WithArgs(o.Args...)
+	}
+	for _, e := range o.Env {
+		k, v, _ := strings.Cut(e, "=")
+		eng().WithEnv(corev1.EnvVar{Name: k, Value: v})
+	}
+	if o.set("port") {
+		eng().WithPort(o.Port)
+	}
+	if o.set("gpus") {
+		resources().WithGPUs(o.GPUs)
+	}
+	quantity("cpu", o.CPU, func(q resource.Quantity) { resources().WithCPU(q) })
+	quantity("memory", o.Memory, func(q resource.Quantity) { resources().WithMemory(q) })
+	if o.set("group-size") {
+		spec.WithGroupSize(o.GroupSize)
+	}
+	if o.set("replicas") {
+		spec.WithReplicas(o.Replicas)
+	}
+	if o.set("strategy") {
+		roll().WithStrategy(v1.RolloutStrategyType(o.Strategy))
+	}
+	if o.set("max-surge") {
+		roll().WithMaxSurge(intstr.Parse(o.MaxSurge))
+	}
+	if o.set("max-unavailable") {
+		roll().WithMaxUnavailable(intstr.Parse(o.MaxUnavailable))
+	}
+	if o.set("partition") {
+		roll().WithPartition(o.Partition)
+	}
+	if o.set("progress-deadline") {
+		roll().WithProgressDeadline(metav1.Duration{Duration: o.Deadline})
+	}
+	if o.set("weights") {
+		wts().WithSource(o.Weights)
+	}
+	quantity("shared-memory", o.SharedMemory, func(q resource.Quantity) { wts().WithSharedMemory(q) })
+	if o.set("startup-timeout") {
+		spec.WithReadiness(msac.ReadinessSpec().WithStartupTimeout(metav1.Duration{Duration: o.StartupTimeout}))
+	}
+	return spec, err
 }
 
-func toAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
+// lazily makes a part of an apply configuration the first time a flag sets one of its fields, and
+// attaches it: a part no flag sets is not sent.
+func lazily[T any](newPart func() *T, attach func(*T)) func() *T {
+	var part *T
+	return func() *T {
+		if part == nil {
+			part = newPart()
+			attach(part)
+		}
+		return part
 	}
-	return out
 }
 
 // fromFile reads one ModelServing manifest. The namespace comes from the file or -n; a name given

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
+	"github.com/kubectl-llm/kubectl-llm/pkg/tui"
 )
 
 // maxEvents bounds the events describe prints: the most recent ones.
@@ -29,11 +31,9 @@ const maxEvents = 20
 // DescribeOptions print one serving as a tree: revisions, groups, pods, why each pod is not ready.
 type DescribeOptions struct {
 	*RootOptions
-	Name string
+	servingTarget
 
-	client    client.WithWatch
-	namespace string
-	colors    colors
+	colors colors
 }
 
 func newDescribeCommand(root *RootOptions) *cobra.Command {
@@ -54,18 +54,17 @@ Terminating for long), and the recent events of the serving and its pods follow.
 
 // Complete reads NAME and resolves the client.
 func (o *DescribeOptions) Complete(_ *cobra.Command, args []string) error {
-	name, err := exactlyOneName(args, "kubectl llm describe NAME")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
 	o.colors = newColors(o.RootOptions, o.Streams.Out)
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate has nothing beyond NAME to check.
-func (o *DescribeOptions) Validate() error { return nil }
+func (o *DescribeOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm describe NAME"); err != nil {
+		return err
+	}
+	return nil
+}
 
 // describeData is everything describe prints, read once.
 type describeData struct {
@@ -155,33 +154,31 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	if spec.Resources.GPUs != nil {
 		gpus = *spec.Resources.GPUs
 	}
-	kv := newTable(w)
-	fmt.Fprintf(kv, "Name:\t%s\n", ms.Name)
-	fmt.Fprintf(kv, "Namespace:\t%s\n", ms.Namespace)
-	fmt.Fprintf(kv, "Model:\t%s\n", spec.Model)
-	fmt.Fprintf(kv, "Engine:\t%s, image %s, port %d\n", orDefault(string(spec.Engine.Type), "vllm"), naming.EngineImage(spec.Engine), spec.Engine.Port)
-	fmt.Fprintf(kv, "Groups:\t%d desired, %d exist, %d ready, %d up-to-date; %d pod(s) per group, %d nvidia.com/gpu per pod\n",
-		s.Desired, s.Replicas, s.Ready, s.Updated, max(spec.GroupSize, 1), gpus)
+	var kv [][]string
+	kv = append(kv, []string{"Name:", ms.Name})
+	kv = append(kv, []string{"Namespace:", ms.Namespace})
+	kv = append(kv, []string{"Model:", spec.Model})
+	kv = append(kv, []string{"Engine:", fmt.Sprintf("%s, image %s, port %d", orDefault(string(spec.Engine.Type), "vllm"), naming.EngineImage(spec.Engine), spec.Engine.Port)})
+	kv = append(kv, []string{"Groups:", fmt.Sprintf("%d desired, %d exist, %d ready, %d up-to-date; %d pod(s) per group, %d nvidia.com/gpu per pod",
+		s.Desired, s.Replicas, s.Ready, s.Updated, max(spec.GroupSize, 1), gpus)})
 	r := spec.Rollout
-	fmt.Fprintf(kv, "Rollout:\t%s, maxSurge %s, maxUnavailable %s, partition %d%s\n", orDefault(string(r.Strategy), "RollingUpdate"),
-		intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptrOr(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])
-	fmt.Fprintf(kv, "Revisions:\tcurrent %s, update %s%s\n", orDash(ms.Status.CurrentRevision), orDash(d.updateRev), staleNote(ms))
+	kv = append(kv, []string{"Rollout:", fmt.Sprintf("%s, maxSurge %s, maxUnavailable %s, partition %d%s", orDefault(string(r.Strategy), "RollingUpdate"),
+		intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptr.Deref(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])})
+	kv = append(kv, []string{"Revisions:", fmt.Sprintf("current %s, update %s%s", orDash(ms.Status.CurrentRevision), orDash(d.updateRev), staleNote(ms))})
 	if d.specErr != nil {
-		fmt.Fprintf(kv, "Invalid spec:\t%v\n", d.specErr)
+		kv = append(kv, []string{"Invalid spec:", d.specErr.Error()})
 	}
-	fmt.Fprintf(kv, "Phase:\t%s\n", o.colors.state(orDash(string(ms.Status.Phase))))
-	fmt.Fprintf(kv, "Endpoint:\t%s\n", orDash(ms.Status.Endpoint))
-	fmt.Fprintf(kv, "Age:\t%s\n", age(now, ms.CreationTimestamp.Time))
-	if err := kv.Flush(); err != nil {
-		return err
-	}
+	kv = append(kv, []string{"Phase:", o.colors.state(orDash(string(ms.Status.Phase)))})
+	kv = append(kv, []string{"Endpoint:", orDash(ms.Status.Endpoint)})
+	kv = append(kv, []string{"Age:", tui.Age(now, ms.CreationTimestamp.Time)})
+	renderTable(w, kv, nil)
 	fmt.Fprintln(w, "Conditions:")
 	if len(ms.Status.Conditions) == 0 {
 		fmt.Fprintln(w, "  (none yet: is the operator running? kubectl llm operator, or kubectl llm install)")
 	} else {
 		rows := [][]string{{"  TYPE", "STATUS", "REASON", "AGE", "MESSAGE"}}
 		for _, c := range ms.Status.Conditions {
-			rows = append(rows, []string{"  " + c.Type, o.colors.state(string(c.Status)), c.Reason, age(now, c.LastTransitionTime.Time), c.Message})
+			rows = append(rows, []string{"  " + c.Type, o.colors.state(string(c.Status)), c.Reason, tui.Age(now, c.LastTransitionTime.Time), c.Message})
 		}
 		renderTable(w, rows, nil)
 	}
@@ -327,9 +324,9 @@ func eventAge(now time.Time, e corev1.Event) string {
 		count = e.Series.Count
 	}
 	if count > 1 && !e.FirstTimestamp.IsZero() {
-		return fmt.Sprintf("%s (x%d over %s)", age(now, last), count, age(now, e.FirstTimestamp.Time))
+		return fmt.Sprintf("%s (x%d over %s)", tui.Age(now, last), count, tui.Age(now, e.FirstTimestamp.Time))
 	}
-	return age(now, last)
+	return tui.Age(now, last)
 }
 
 func orDefault(s, def string) string {
@@ -337,13 +334,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func ptrOr(p *int32, def int32) int32 {
-	if p == nil {
-		return def
-	}
-	return *p
 }
 
 func intstrOr(v *intstr.IntOrString, def string) string {

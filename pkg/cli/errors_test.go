@@ -32,6 +32,8 @@ func TestBadInvocations(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The rules of the CRD (schema and CEL) answer with the API server's own message, which names
+	// the field; the plugin checks only what it cannot send (flag syntax, quantities, KEY=VALUE).
 	cases := []struct {
 		args []string
 		want string
@@ -39,23 +41,23 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"deploy", "--model", "x"}, "NAME is required: kubectl llm deploy NAME --model MODEL"},
 		{[]string{"deploy", "q"}, "--model is required"},
 		{[]string{"deploy", "q", "r", "--model", "x"}, "expected one NAME, got 2 arguments (q r)"},
-		{[]string{"deploy", "Qwen_3", "--model", "x"}, `NAME "Qwen_3" is not a valid object name`},
-		{[]string{"deploy", "q", "--model", "x", "--engine", "tgi"}, `--engine must be vllm, sglang or custom, not "tgi"`},
-		{[]string{"deploy", "q", "--model", "x", "--engine", "custom"}, "--image is required with --engine custom"},
-		{[]string{"deploy", "q", "--model", "x", "--gpus", "-1"}, "--gpus must be 0 or more GPUs per pod, not -1"},
-		{[]string{"deploy", "q", "--model", "x", "--group-size", "0"}, "--group-size must be between 1 and 64 pods per group, not 0"},
-		{[]string{"deploy", "q", "--model", "x", "--replicas", "1001"}, "--replicas must be between 0 and 1000 groups, not 1001"},
+		{[]string{"deploy", "Qwen_3", "--model", "x"}, "metadata.name must be a DNS-1035 label"},
+		{[]string{"deploy", "q", "--model", "x", "--engine", "tgi"}, `spec.engine.type: Unsupported value: "tgi": supported values: "vllm", "sglang", "custom"`},
+		{[]string{"deploy", "q", "--model", "x", "--engine", "custom"}, "spec.engine.image is required when spec.engine.type is custom"},
+		{[]string{"deploy", "q", "--model", "x", "--gpus", "-1"}, "spec.resources.gpus: Invalid value: -1: spec.resources.gpus must be a whole number of GPUs per pod between 0 and 64"},
+		{[]string{"deploy", "q", "--model", "x", "--group-size", "0"}, "spec.groupSize: Invalid value: 0: spec.groupSize is the number of pods per group (leader + workers) and must be between 1 and 64"},
+		{[]string{"deploy", "q", "--model", "x", "--replicas", "1001"}, "spec.replicas: Invalid value: 1001: spec.replicas is the number of groups and must be between 0 and 1000"},
 		{[]string{"deploy", "q", "--model", "x", "--replicas", "two"}, `invalid argument "two" for "--replicas" flag`},
-		{[]string{"deploy", "q", "--model", "x", "--port", "70000"}, "--port must be between 1 and 65535, not 70000"},
-		{[]string{"deploy", "q", "--model", "x", "--max-surge", "0", "--max-unavailable", "0"}, "--max-surge and --max-unavailable cannot both be 0"},
-		{[]string{"deploy", "q", "--model", "x", "--max-surge", "lots"}, `--max-surge must be a number of groups or a percentage such as 25%, not "lots"`},
-		{[]string{"deploy", "q", "--model", "x", "--max-unavailable", "-1"}, `--max-unavailable must be a number of groups or a percentage such as 25%, not "-1"`},
-		{[]string{"deploy", "q", "--model", "x", "--strategy", "BlueGreen"}, `--strategy must be RollingUpdate or Recreate, not "BlueGreen"`},
-		{[]string{"deploy", "q", "--model", "x", "--strategy", "Recreate", "--max-surge", "1"}, "--max-surge must be 0 with --strategy Recreate"},
+		{[]string{"deploy", "q", "--model", "x", "--port", "70000"}, "spec.engine.port: Invalid value: 70000: spec.engine.port must be a TCP port between 1 and 65535"},
+		{[]string{"deploy", "q", "--model", "x", "--max-surge", "0", "--max-unavailable", "0"}, "spec.rollout.maxSurge and spec.rollout.maxUnavailable cannot both be 0"},
+		{[]string{"deploy", "q", "--model", "x", "--max-surge", "lots"}, `spec.rollout.maxSurge: Invalid value: "lots": spec.rollout.maxSurge must be a number of groups between 0 and 1000 or a percentage`},
+		{[]string{"deploy", "q", "--model", "x", "--max-unavailable", "-1"}, "spec.rollout.maxUnavailable: Invalid value: -1: spec.rollout.maxUnavailable must be a number of groups between 0 and 1000 or a percentage"},
+		{[]string{"deploy", "q", "--model", "x", "--strategy", "BlueGreen"}, `spec.rollout.strategy: Unsupported value: "BlueGreen": supported values: "RollingUpdate", "Recreate"`},
+		{[]string{"deploy", "q", "--model", "x", "--strategy", "Recreate", "--max-surge", "1"}, "spec.rollout.maxSurge must be 0 with strategy Recreate"},
 		{[]string{"deploy", "q", "--model", "x", "--memory", "lots"}, `--memory must be a quantity such as 8 or 64Gi, not "lots"`},
-		{[]string{"deploy", "q", "--model", "x", "--weights", "ftp://x"}, `--weights must start with pvc://, hf:// or s3://, not "ftp://x"`},
+		{[]string{"deploy", "q", "--model", "x", "--weights", "ftp://x"}, `spec.weights.source: Invalid value: "ftp://x": spec.weights.source must start with pvc://, hf:// or s3://`},
 		{[]string{"deploy", "q", "--model", "x", "--env", "NOVALUE"}, `--env must be KEY=VALUE, not "NOVALUE"`},
-		{[]string{"deploy", "q", "--model", "x", "--partition", "-2"}, "--partition must be 0 or more, not -2"},
+		{[]string{"deploy", "q", "--model", "x", "--partition", "-2"}, "spec.rollout.partition: Invalid value: -2: spec.rollout.partition must be between 0 and 1000"},
 		{[]string{"deploy", "q", "--model", "x", "--dry-run=maybe"}, `--dry-run must be "none", "client" or "server", not "maybe"`},
 		{[]string{"deploy", "q", "--model", "x", "-o", "table"}, `--output (-o) must be one of yaml, json, name, not "table"`},
 		{[]string{"deploy", "-f", manifest, "--model", "x"}, "--model cannot be combined with -f"},
@@ -67,6 +69,7 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"get", "qwen", "-A"}, "NAME cannot be combined with --all-namespaces (-A)"},
 		{[]string{"get", "-w", "-o", "yaml"}, "--watch (-w) prints table lines: use it with -o table or -o wide, not -o yaml"},
 		{[]string{"get", "a", "b"}, "expected at most one NAME, got 2 arguments (a b)"},
+		{[]string{"watch", "a", "b"}, "expected at most one NAME, got 2 arguments (a b): kubectl llm watch [NAME]"},
 		{[]string{"get", "qwne"}, `modelserving "qwne" not found in namespace "bad-invocations"; did you mean qwen?`},
 		{[]string{"describe"}, "NAME is required: kubectl llm describe NAME"},
 		{[]string{"describe", "llama"}, `modelserving "llama" not found in namespace "bad-invocations" (kubectl llm get lists the 1 there)`},
@@ -79,7 +82,7 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"set", "image", "qwen"}, "expected NAME and IMAGE, got 1 argument(s): kubectl llm set image NAME IMAGE"},
 		{[]string{"set", "image", "qwen", "bad image"}, `IMAGE "bad image" is not an image reference`},
 		{[]string{"scale", "qwen"}, "--replicas is required: the number of groups, e.g. --replicas 2"},
-		{[]string{"scale", "qwen", "--replicas", "-2"}, "--replicas must be between 0 and 1000 groups, not -2"},
+		{[]string{"scale", "qwen", "--replicas", "-2"}, "spec.replicas: Invalid value: -2: spec.replicas is the number of groups and must be between 0 and 1000"},
 		{[]string{"canary", "qwen", "--groups", "1"}, "--image or --model is required"},
 		{[]string{"canary", "qwen", "--image", "x:1"}, "--groups is required"},
 		{[]string{"canary", "qwen", "--image", "x:1", "--groups", "0"}, "--groups must be 1 or more, not 0"},

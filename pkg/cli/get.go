@@ -15,19 +15,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/tui"
 )
 
 // GetOptions list servings as a table or as objects.
 type GetOptions struct {
 	*RootOptions
-	Name          string
-	Output        string
+	servingTarget
+	output        *outputFlags
 	AllNamespaces bool
 	Watch         bool
 
-	client    client.WithWatch
-	namespace string
-	colors    colors
+	colors colors
 }
 
 func newGetCommand(root *RootOptions) *cobra.Command {
@@ -47,37 +46,32 @@ update revision and the in-cluster endpoint. -w prints a line each time a servin
 		ValidArgsFunction: completeServingNames(root),
 		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "Output format: table, wide, yaml, json or name")
+	o.output = newOutputFlags("table", "wide")
+	o.output.addFlags(cmd, "Output format: table, wide, yaml, json or name")
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List servings of every namespace")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After listing, print a line for every change")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"table", "wide", "yaml", "json", "name"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
 // Complete reads the optional NAME and resolves the client.
 func (o *GetOptions) Complete(_ *cobra.Command, args []string) error {
-	if len(args) > 1 {
-		return fmt.Errorf("expected at most one NAME, got %d arguments (%s)", len(args), strings.Join(args, " "))
-	}
-	if len(args) == 1 {
-		o.Name = args[0]
-	}
-	var err error
-	o.client, o.namespace, err = o.clientAndNamespace()
 	o.colors = newColors(o.RootOptions, o.Streams.Out)
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks the output format and flag combinations.
 func (o *GetOptions) Validate() error {
-	if err := validOutput(o.Output, "table", "wide", "yaml", "json", "name"); err != nil {
+	if len(o.args) > 1 {
+		return fmt.Errorf("expected at most one NAME, got %d arguments (%s)", len(o.args), strings.Join(o.args, " "))
+	}
+	if err := o.output.validate(); err != nil {
 		return err
 	}
 	if o.Name != "" && o.AllNamespaces {
 		return fmt.Errorf("NAME cannot be combined with --all-namespaces (-A): a name is looked up in one namespace")
 	}
-	if o.Watch && (o.Output != "table" && o.Output != "wide") {
-		return fmt.Errorf("--watch (-w) prints table lines: use it with -o table or -o wide, not -o %s", o.Output)
+	if o.Watch && !o.output.ownFormat() {
+		return fmt.Errorf("--watch (-w) prints table lines: use it with -o table or -o wide, not -o %s", o.output.format())
 	}
 	return nil
 }
@@ -117,8 +111,7 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	}
 	sortServings(items)
 	warnBad(o.Streams.ErrOut, items)
-	switch o.Output {
-	case "yaml", "json", "name":
+	if !o.output.ownFormat() {
 		return o.printObjects(items)
 	}
 	if len(items) == 0 {
@@ -139,12 +132,13 @@ func (o *GetOptions) Run(ctx context.Context) error {
 
 func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 	var widths []int
-	printed := false
+	// shown is the resourceVersion each serving was last printed at: the watch hands over the
+	// listed servings again, and a relist every serving, changed or not.
+	shown := map[string]string{}
 	onList := func(items []servingItem) (bool, error) {
-		if printed { // a relist after an expired watch: the lines already shown stay
-			return false, nil
+		for i := range items {
+			shown[items[i].Namespace+"/"+items[i].Name] = items[i].ResourceVersion
 		}
-		printed = true
 		sortServings(items)
 		rows := [][]string{o.header()}
 		for i := range items {
@@ -161,9 +155,16 @@ func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 		return false, nil
 	}
 	onEvent := func(t watch.EventType, it servingItem) (bool, error) {
+		key := it.Namespace + "/" + it.Name
 		phase := ""
-		if t == watch.Deleted {
+		switch {
+		case t == watch.Deleted:
 			phase = "Deleted"
+			delete(shown, key)
+		case shown[key] == it.ResourceVersion:
+			return false, nil
+		default:
+			shown[key] = it.ResourceVersion
 		}
 		renderTable(o.Streams.Out, [][]string{o.row(&it, phase)}, widths)
 		return false, nil
@@ -178,7 +179,7 @@ func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 
 func (o *GetOptions) header() []string {
 	h := []string{"NAME", "MODEL", "READY", "UP-TO-DATE", "PHASE", "AGE"}
-	if o.Output == "wide" {
+	if o.output.format() == "wide" {
 		h = append(h, "ENGINE", "GROUP-SIZE", "REVISION", "ENDPOINT")
 	}
 	if o.AllNamespaces {
@@ -208,8 +209,8 @@ func (o *GetOptions) row(it *servingItem, phaseOverride string) []string {
 	if it.Undecodable {
 		ready = "-"
 	}
-	r := []string{ms.Name, orDash(ms.Spec.Model), ready, fmt.Sprint(st.UpdatedReplicas), o.colors.state(phase), age(o.Clock.Now(), ms.CreationTimestamp.Time)}
-	if o.Output == "wide" {
+	r := []string{ms.Name, orDash(ms.Spec.Model), ready, fmt.Sprint(st.UpdatedReplicas), o.colors.state(phase), tui.Age(o.Clock.Now(), ms.CreationTimestamp.Time)}
+	if o.output.format() == "wide" {
 		engine := string(ms.Spec.Engine.Type)
 		if engine == "" {
 			engine = string(v1.EngineVLLM)
@@ -232,7 +233,7 @@ func (o *GetOptions) printObjects(items []servingItem) error {
 			objs[i] = items[i].raw
 		}
 	}
-	return printObjects(o.Streams.Out, o.Output, o.Name != "", objs)
+	return o.output.printObjects(o.Streams.Out, o.Name != "", objs)
 }
 
 func sortServings(items []servingItem) {
@@ -249,51 +250,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// renderTable prints rows aligned with three spaces between columns, like kubectl. Given widths
-// (from an earlier call), it pads to them so the lines of a watch line up with the first table.
-// It returns the widths it used. Colour codes do not count towards a width.
-func renderTable(w io.Writer, rows [][]string, widths []int) []int {
-	if widths == nil {
-		for _, r := range rows {
-			for i, cell := range r {
-				if i >= len(widths) {
-					widths = append(widths, 0)
-				}
-				widths[i] = max(widths[i], visibleLen(cell))
-			}
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, cell := range r {
-			b.WriteString(cell)
-			if i == len(r)-1 {
-				break
-			}
-			pad := 3
-			if i < len(widths) {
-				pad += widths[i] - visibleLen(cell)
-			}
-			b.WriteString(strings.Repeat(" ", max(pad, 1)))
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
-	return widths
-}
-
-func visibleLen(s string) int {
-	n, esc := 0, false
-	for _, r := range s {
-		switch {
-		case r == '\x1b':
-			esc = true
-		case esc && r == 'm':
-			esc = false
-		case !esc:
-			n++
-		}
-	}
-	return n
 }

@@ -3,14 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -40,7 +38,7 @@ type InstallOptions struct {
 	LWS     string
 	Image   string
 	DryRun  string
-	Output  string
+	output  *outputFlags
 	Wait    bool
 	Timeout time.Duration
 
@@ -76,7 +74,8 @@ operator hosting LWS.`,
 	f.StringVar(&o.Image, "image", defaultOperatorImage(), "The operator image (default: the release of this kubectl llm's own version)")
 	f.StringVar(&o.DryRun, "dry-run", "none", `"none", "client" (print the manifests) or "server" (validate on the API server, write nothing)`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
-	f.StringVarP(&o.Output, "output", "o", "", "Print the manifests (yaml, json) or their names (name) instead of a line per applied object")
+	o.output = newOutputFlags("")
+	o.output.addFlags(cmd, "Print the manifests (yaml, json) or their names (name) instead of a line per applied object (a client dry run prints yaml)")
 	f.BoolVar(&o.Wait, "wait", true, "Wait until the CRDs are established")
 	f.DurationVar(&o.Timeout, "timeout", time.Minute, "How long --wait waits")
 	return cmd
@@ -107,7 +106,10 @@ func (o *InstallOptions) Validate() error {
 	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n") {
 		return fmt.Errorf("--image %q is not an image reference", o.Image)
 	}
-	return validOutput(o.Output, "", "yaml", "json", "name")
+	if o.DryRun == "client" && o.output.format() == "" {
+		o.output.setFormat("yaml") // a client dry run is for its render
+	}
+	return o.output.validate()
 }
 
 // Run applies the manifests in order: namespace and CRDs first, the operator last.
@@ -121,23 +123,20 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.Image == defaultOperatorImage() && version == "dev" && o.DryRun == "none" {
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: this kubectl llm is a development build; its operator image %s is not published: pass --image with an image you built.\n", o.Image)
-	}
 	if variant == "embedded" && o.DryRun != "client" {
 		if err := o.checkNoOtherLWS(ctx, objs, host); err != nil {
 			return err
 		}
 	}
 	for _, u := range objs {
-		if u.GetKind() == "Deployment" && u.GetName() == "kubectl-llm-operator" {
+		if isOperatorDeployment(u) {
 			if err := setImage(u, o.Image); err != nil {
 				return err
 			}
 		}
 	}
 	if o.DryRun == "client" {
-		return printManifests(o.Streams.Out, objs, o.Output)
+		return o.printManifests(objs)
 	}
 	opts := []client.ApplyOption{client.FieldOwner(v1.FieldManager), client.ForceOwnership}
 	suffix := "serverside-applied"
@@ -145,10 +144,14 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		opts, suffix = append(opts, client.DryRunAll), "serverside-applied (server dry run)"
 	}
 	for _, u := range objs {
+		if isOperatorDeployment(u) && o.Image == defaultOperatorImage() && version == "dev" && o.DryRun == "none" {
+			// Said where it matters, and only once the objects before it could be applied.
+			fmt.Fprintf(o.Streams.ErrOut, "Warning: this kubectl llm is a development build; its operator image %s is not published: pass --image with an image you built.\n", o.Image)
+		}
 		if err := o.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
 			return fmt.Errorf("apply %s: %w", resourceName(u), explain(err, host))
 		}
-		if o.Output == "" {
+		if o.output.ownFormat() {
 			fmt.Fprintf(o.Streams.Out, "%s %s\n", resourceName(u), suffix)
 		}
 	}
@@ -161,8 +164,8 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	if o.Output != "" {
-		return printManifests(o.Streams.Out, objs, o.Output)
+	if !o.output.ownFormat() {
+		return o.printManifests(objs)
 	}
 	return nil
 }
@@ -179,8 +182,7 @@ func (o *InstallOptions) variant(ctx context.Context) (string, error) {
 		fmt.Fprintln(o.Streams.ErrOut, "--dry-run=client with --lws=auto renders --lws=external (LeaderWorkerSet installed in the cluster); pass --lws=embedded for the operator to host LWS.")
 		return "default", nil
 	}
-	p := &PreflightOptions{RootOptions: o.RootOptions, client: o.client}
-	switch ch := p.crdCheck(ctx, "LeaderWorkerSet API", lwsCRDName); ch.Result {
+	switch ch := crdCheck(ctx, o.client, "LeaderWorkerSet API", lwsCRDName); ch.Result {
 	case "ok":
 		return "default", nil
 	case "FAIL":
@@ -192,6 +194,11 @@ func (o *InstallOptions) variant(ctx context.Context) (string, error) {
 		}
 		return "", fmt.Errorf("cannot tell whether LeaderWorkerSet is installed (%s): choose --lws=external or --lws=embedded", ch.Detail)
 	}
+}
+
+// isOperatorDeployment is true for the manifest of the operator's Deployment.
+func isOperatorDeployment(u *unstructured.Unstructured) bool {
+	return u.GetKind() == "Deployment" && u.GetName() == "kubectl-llm-operator"
 }
 
 // defaultOperatorImage is the operator image of this binary's own version.
@@ -277,15 +284,10 @@ func setImage(u *unstructured.Unstructured, image string) error {
 	return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
 }
 
-func printManifests(w io.Writer, objs []*unstructured.Unstructured, format string) error {
-	if format == "" {
-		format = "yaml"
-	}
-	for i, u := range objs {
-		if format == "yaml" && i > 0 {
-			fmt.Fprintln(w, "---")
-		}
-		if err := printObject(u, format, w); err != nil {
+// printManifests prints each manifest in the -o format (yaml separates them with ---).
+func (o *InstallOptions) printManifests(objs []*unstructured.Unstructured) error {
+	for _, u := range objs {
+		if err := o.output.printObject(u, o.Streams.Out); err != nil {
 			return err
 		}
 	}
@@ -293,20 +295,23 @@ func printManifests(w io.Writer, objs []*unstructured.Unstructured, format strin
 }
 
 func (o *InstallOptions) waitEstablished(ctx context.Context, name string) error {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		crd := &unstructured.Unstructured{}
-		crd.SetAPIVersion("apiextensions.k8s.io/v1")
-		crd.SetKind("CustomResourceDefinition")
-		if err := o.client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-			return false, client.IgnoreNotFound(err)
+	waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	crd.SetName(name)
+	err := waitForObject(waitCtx, o.client, crd, func(live *unstructured.Unstructured) bool {
+		if live == nil {
+			return false // not there yet
 		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
 		for _, c := range conds {
 			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
+				return true
 			}
 		}
-		return false, nil
+		return false
 	})
 	if err != nil {
 		return timedOut(err, fmt.Errorf("the CRD %s was not established within %s: %w", name, o.Timeout, err))

@@ -40,6 +40,17 @@ func TestInstallThenUninstallLeavesNothingBehind(t *testing.T) {
 		t.Errorf("before install: %q", r.Err)
 	}
 
+	// The operator does not start where its API is not served: with the admin's rights (the CRD
+	// is read) and as a user who may not read CRDs, as the operator's ServiceAccount (discovery).
+	for _, as := range [][]string{nil, {"--as", "nobody"}} {
+		r = on(append(as, "operator", "--lws=external", "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")...)
+		expectCode(t, r, 1)
+		if !strings.Contains(r.Err, "error: the ModelServing API is not served by the cluster at ") ||
+			!strings.Contains(r.Err, "modelservings.serving.kubectl-llm.dev is not installed): run kubectl llm install") {
+			t.Errorf("operator %v before install: %q", as, r.Err)
+		}
+	}
+
 	r = on("install")
 	expectCode(t, r, 0)
 	golden(t, "install", "stdout:\n"+r.Out+"stderr:\n"+r.Err)

@@ -10,13 +10,16 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/pkg/scheme"
 )
 
 // OperatorOptions run the reconcilers, in-cluster or against the current kubeconfig.
@@ -185,5 +188,30 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Log), zap.WriteTo(o.Streams.ErrOut)))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := o.requireAPIs(ctx); err != nil {
+		return err
+	}
 	return operator.Run(ctx, o.config, o.Manager)
+}
+
+// requireAPIs refuses to start where the ModelServing or the LeaderWorkerSet API is not served:
+// the reconcilers could only fail to watch them. It is the check of preflight and version
+// (crdCheck), which answers through discovery where the operator may not read CRDs. When it
+// cannot tell (the cluster does not answer yet), the manager's own start decides.
+func (o *OperatorOptions) requireAPIs(ctx context.Context) error {
+	c, err := client.New(o.config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, api := range []struct{ what, crd, fix string }{
+		{"ModelServing API", servingCRDName, "run kubectl llm install"},
+		{"LeaderWorkerSet API", lwsCRDName, "install LeaderWorkerSet, or kubectl llm install --lws=embedded, which ships its CRD"},
+	} {
+		if ch := crdCheck(ctx, c, api.what, api.crd); ch.Result == "FAIL" {
+			return fmt.Errorf("the %s is not served by the cluster at %s (%s): %s", api.what, o.config.Host, ch.Detail, api.fix)
+		}
+	}
+	return nil
 }

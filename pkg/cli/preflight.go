@@ -7,12 +7,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	resourcehelper "k8s.io/component-helpers/resource"
+	schedulinghelper "k8s.io/component-helpers/scheduling/corev1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -104,25 +105,44 @@ func NodeCapacities(nodes []corev1.Node, pods []corev1.Pod, sched v1.SchedulingS
 	return out
 }
 
-// podGPUs is what a pod holds: the larger of its containers' sum and any init container.
+// podGPUs is what a pod holds, as the scheduler counts it (component-helpers' PodRequests: the
+// larger of the containers' sum and any init container, sidecars, pod overhead).
 func podGPUs(p *corev1.Pod) int64 {
-	req := func(c corev1.Container) int64 {
-		if q, ok := c.Resources.Requests[GPUResource]; ok {
-			return q.Value()
+	q := resourcehelper.PodRequests(withRequestsFromLimits(p), resourcehelper.PodResourcesOptions{})[GPUResource]
+	return q.Value()
+}
+
+// withRequestsFromLimits gives every container the GPU request its limit implies, as the API
+// server's defaulting does for a pod it stores (an extended resource's request is its limit).
+func withRequestsFromLimits(p *corev1.Pod) *corev1.Pod {
+	missing := func(cs []corev1.Container) bool {
+		for _, c := range cs {
+			_, req := c.Resources.Requests[GPUResource]
+			_, lim := c.Resources.Limits[GPUResource]
+			if lim && !req {
+				return true
+			}
 		}
-		if q, ok := c.Resources.Limits[GPUResource]; ok { // extended resources: requests default to limits
-			return q.Value()
+		return false
+	}
+	if !missing(p.Spec.Containers) && !missing(p.Spec.InitContainers) {
+		return p
+	}
+	p = p.DeepCopy()
+	for _, cs := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			if lim, ok := r.Limits[GPUResource]; ok {
+				if _, ok := r.Requests[GPUResource]; !ok {
+					if r.Requests == nil {
+						r.Requests = corev1.ResourceList{}
+					}
+					r.Requests[GPUResource] = lim
+				}
+			}
 		}
-		return 0
 	}
-	var sum, initMax int64
-	for _, c := range p.Spec.Containers {
-		sum += req(c)
-	}
-	for _, c := range p.Spec.InitContainers {
-		initMax = max(initMax, req(c))
-	}
-	return max(sum, initMax)
+	return p
 }
 
 func unschedulableWhy(n *corev1.Node, sched v1.SchedulingSpec) string {
@@ -134,45 +154,17 @@ func unschedulableWhy(n *corev1.Node, sched v1.SchedulingSpec) string {
 			return "not ready"
 		}
 	}
-	for _, t := range n.Spec.Taints {
-		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
-			continue
-		}
-		tolerated := false
-		for _, tol := range sched.Tolerations {
-			if tolerates(tol, t) {
-				tolerated = true
-				break
-			}
-		}
-		if !tolerated {
-			return "taint " + t.Key + ":" + string(t.Effect)
-		}
+	// The scheduler's own toleration match (component-helpers), on the taints that keep pods off.
+	keepsOff := func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}
+	if t, untolerated := schedulinghelper.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, sched.Tolerations, keepsOff, true); untolerated {
+		return "taint " + t.Key + ":" + string(t.Effect)
 	}
 	if len(sched.NodeSelector) > 0 && !labels.SelectorFromSet(sched.NodeSelector).Matches(labels.Set(n.Labels)) {
 		return "node selector"
 	}
 	return ""
-}
-
-// tolerates is the core of the scheduler's toleration match (without the numeric operators).
-func tolerates(tol corev1.Toleration, t corev1.Taint) bool {
-	if tol.Effect != "" && tol.Effect != t.Effect {
-		return false
-	}
-	if tol.Key == "" {
-		return tol.Operator == corev1.TolerationOpExists
-	}
-	if tol.Key != t.Key {
-		return false
-	}
-	switch tol.Operator {
-	case corev1.TolerationOpExists:
-		return true
-	case corev1.TolerationOpEqual, "":
-		return tol.Value == t.Value
-	}
-	return false
 }
 
 // check is one line of the preflight verdict.
@@ -213,10 +205,7 @@ func (r preflightReport) Problem() string {
 // PreflightOptions check whether a serving's rollout fits the cluster.
 type PreflightOptions struct {
 	*RootOptions
-	Name string
-
-	client    client.WithWatch
-	namespace string
+	servingTarget
 }
 
 func newPreflightCommand(root *RootOptions) *cobra.Command {
@@ -242,17 +231,16 @@ Exits 1 with the reason when something does not fit.`,
 
 // Complete reads NAME and resolves the client.
 func (o *PreflightOptions) Complete(_ *cobra.Command, args []string) error {
-	name, err := exactlyOneName(args, "kubectl llm preflight NAME")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate has nothing beyond NAME to check.
-func (o *PreflightOptions) Validate() error { return nil }
+func (o *PreflightOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm preflight NAME"); err != nil {
+		return err
+	}
+	return nil
+}
 
 // Run prints the report and fails when something does not fit.
 func (o *PreflightOptions) Run(ctx context.Context) error {
@@ -299,8 +287,8 @@ func (o *PreflightOptions) report(ctx context.Context, ms, existing *v1.ModelSer
 		r.MaxSurge = 0
 	}
 
-	r.Checks = append(r.Checks, o.crdCheck(ctx, "ModelServing API", "modelservings.serving.kubectl-llm.dev"),
-		o.crdCheck(ctx, "LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"))
+	r.Checks = append(r.Checks, crdCheck(ctx, o.client, "ModelServing API", servingCRDName),
+		crdCheck(ctx, o.client, "LeaderWorkerSet API", lwsCRDName))
 	if r.Checks[1].Result == "FAIL" {
 		r.Checks[1].Detail += " (install LeaderWorkerSet, or run the operator with --lws=embedded)"
 	}
@@ -366,37 +354,6 @@ func podsCount(n int64) string {
 	return fmt.Sprint(n)
 }
 
-// crdCheck reads a CRD to say whether an API is installed and which versions it serves.
-func (o *PreflightOptions) crdCheck(ctx context.Context, what, name string) check {
-	crd := &unstructured.Unstructured{}
-	crd.SetAPIVersion("apiextensions.k8s.io/v1")
-	crd.SetKind("CustomResourceDefinition")
-	err := o.client.Get(ctx, client.ObjectKey{Name: name}, crd)
-	switch {
-	case apierrors.IsNotFound(err):
-		return check{Name: what, Result: "FAIL", Detail: name + " is not installed"}
-	case err != nil:
-		return check{Name: what, Result: "unknown", Detail: "cannot read the CRD " + name + ": " + explain(err, "").Error(), err: err}
-	}
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	var served []string
-	storage := ""
-	for _, v := range versions {
-		m, ok := v.(map[string]any)
-		if !ok {
-			continue
-		}
-		n, _ := m["name"].(string)
-		if s, _ := m["served"].(bool); s {
-			served = append(served, n)
-		}
-		if s, _ := m["storage"].(bool); s {
-			storage = n
-		}
-	}
-	return check{Name: what, Result: "ok", Detail: fmt.Sprintf("%s served (storage %s)", strings.Join(served, ", "), storage)}
-}
-
 func printPreflight(w io.Writer, r preflightReport, c colors) error {
 	kind := "rollout"
 	if r.New {
@@ -404,26 +361,23 @@ func printPreflight(w io.Writer, r preflightReport, c colors) error {
 	}
 	fmt.Fprintf(w, "Preflight of %s (%s): %d group(s) of %d pod(s), %d nvidia.com/gpu per pod, %s, maxSurge %d\n\n",
 		r.Serving, kind, r.Groups, r.GroupSize, r.GPUsPerPod, r.Strategy, r.MaxSurge)
-	t := newTable(w)
-	fmt.Fprintln(t, "NODE\tSCHEDULABLE\tALLOCATABLE\tREQUESTED\tSPARE")
+	rows := [][]string{{"NODE", "SCHEDULABLE", "ALLOCATABLE", "REQUESTED", "SPARE"}}
 	for _, n := range r.Nodes {
 		sched := "yes"
 		if !n.Schedulable {
 			sched = "no (" + n.Why + ")"
 		}
-		fmt.Fprintf(t, "%s\t%s\t%d\t%d\t%d\n", n.Name, sched, n.Allocatable, n.Requested, n.Spare())
+		rows = append(rows, []string{n.Name, sched, fmt.Sprint(n.Allocatable), fmt.Sprint(n.Requested), fmt.Sprint(n.Spare())})
 	}
 	if len(r.Nodes) == 0 {
-		fmt.Fprintln(t, "(no nodes)\t\t\t\t")
+		rows = append(rows, []string{"(no nodes)"})
 	}
-	if err := t.Flush(); err != nil {
-		return err
-	}
+	renderTable(w, rows, nil)
 	fmt.Fprintln(w)
-	t = newTable(w)
-	fmt.Fprintln(t, "CHECK\tRESULT\tDETAIL")
+	rows = [][]string{{"CHECK", "RESULT", "DETAIL"}}
 	for _, ch := range r.Checks {
-		fmt.Fprintf(t, "%s\t%s\t%s\n", ch.Name, c.state(ch.Result), ch.Detail)
+		rows = append(rows, []string{ch.Name, c.state(ch.Result), ch.Detail})
 	}
-	return t.Flush()
+	renderTable(w, rows, nil)
+	return nil
 }

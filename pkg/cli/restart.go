@@ -19,13 +19,11 @@ import (
 // RestartOptions restart every group (a new spec.restart.id) or one group (delete its leader).
 type RestartOptions struct {
 	*RootOptions
-	Name  string
+	servingTarget
 	Group int32
 	servingOutput
 
-	set       func(string) bool
-	client    client.WithWatch
-	namespace string
+	set func(string) bool
 }
 
 func newRestartCommand(root *RootOptions) *cobra.Command {
@@ -51,17 +49,14 @@ With --group I: delete the leader pod of group I. LeaderWorkerSet then recreates
 // Complete reads NAME and resolves the client.
 func (o *RestartOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.set = cmd.Flags().Changed
-	name, err := exactlyOneName(args, "kubectl llm restart NAME [--group I]")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks --group.
 func (o *RestartOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm restart NAME [--group I]"); err != nil {
+		return err
+	}
 	if o.set("group") && o.Group < 0 {
 		return fmt.Errorf("--group must be a group index of 0 or more, not %d", o.Group)
 	}

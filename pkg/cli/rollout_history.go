@@ -18,12 +18,9 @@ import (
 // RolloutHistoryOptions list the recorded revisions of a serving.
 type RolloutHistoryOptions struct {
 	*RootOptions
-	Name     string
+	servingTarget
 	Revision int64
-	Output   string
-
-	client    client.WithWatch
-	namespace string
+	output   *outputFlags
 }
 
 func newRolloutHistoryCommand(root *RootOptions) *cobra.Command {
@@ -40,28 +37,25 @@ ControllerRevision objects instead (with --revision, that one).`,
 		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
 	cmd.Flags().Int64Var(&o.Revision, "revision", 0, "Print the spec recorded in this revision")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Print the ControllerRevisions: yaml, json or name")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"yaml", "json", "name"}, cobra.ShellCompDirectiveNoFileComp))
+	o.output = newOutputFlags("")
+	o.output.addFlags(cmd, "Print the ControllerRevisions: yaml, json or name")
 	return cmd
 }
 
 // Complete reads NAME and resolves the client.
 func (o *RolloutHistoryOptions) Complete(_ *cobra.Command, args []string) error {
-	name, err := exactlyOneName(args, "kubectl llm rollout history NAME")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks --revision.
 func (o *RolloutHistoryOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm rollout history NAME"); err != nil {
+		return err
+	}
 	if o.Revision < 0 {
 		return fmt.Errorf("--revision must be a revision number of 1 or more, not %d", o.Revision)
 	}
-	return validOutput(o.Output, "", "yaml", "json", "name")
+	return o.output.validate()
 }
 
 // Run prints the table, or one revision.
@@ -77,13 +71,13 @@ func (o *RolloutHistoryOptions) Run(ctx context.Context) error {
 		}
 		revs = []appsv1.ControllerRevision{*cr}
 	}
-	if o.Output != "" {
+	if !o.output.ownFormat() {
 		objs := make([]runtime.Object, len(revs))
 		for i := range revs {
 			revs[i].SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ControllerRevision"))
 			objs[i] = &revs[i]
 		}
-		return printObjects(o.Streams.Out, o.Output, o.Revision > 0, objs)
+		return o.output.printObjects(o.Streams.Out, o.Revision > 0, objs)
 	}
 	if o.Revision > 0 {
 		cr := &revs[0]

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 )
@@ -13,12 +12,9 @@ import (
 // RolloutPauseOptions pause (or resume) template propagation of a serving.
 type RolloutPauseOptions struct {
 	*RootOptions
-	Name  string
+	servingTarget
 	Pause bool // false: resume
 	servingOutput
-
-	client    client.WithWatch
-	namespace string
 }
 
 func newRolloutPauseCommand(root *RootOptions, pause bool) *cobra.Command {
@@ -51,17 +47,16 @@ func (o *RolloutPauseOptions) verb() string {
 
 // Complete reads NAME and resolves the client.
 func (o *RolloutPauseOptions) Complete(_ *cobra.Command, args []string) error {
-	name, err := exactlyOneName(args, "kubectl llm rollout "+o.verb()+" NAME")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks -o.
-func (o *RolloutPauseOptions) Validate() error { return o.validateOutput() }
+func (o *RolloutPauseOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm rollout " + o.verb() + " NAME"); err != nil {
+		return err
+	}
+	return o.validateOutput()
+}
 
 // Run sets or clears spec.rollout.paused; doing it twice is an error, like kubectl.
 func (o *RolloutPauseOptions) Run(ctx context.Context) error {

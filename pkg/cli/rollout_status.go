@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
@@ -18,13 +17,10 @@ import (
 // RolloutStatusOptions wait for a rollout like kubectl rollout status.
 type RolloutStatusOptions struct {
 	*RootOptions
-	Name    string
+	servingTarget
 	Watch   bool
 	Timeout time.Duration
 	NoTUI   bool
-
-	client    client.WithWatch
-	namespace string
 }
 
 func newRolloutStatusCommand(root *RootOptions) *cobra.Command {
@@ -59,17 +55,14 @@ Exit codes:
 
 // Complete reads NAME and resolves the client.
 func (o *RolloutStatusOptions) Complete(_ *cobra.Command, args []string) error {
-	name, err := exactlyOneName(args, "kubectl llm rollout status NAME")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks --timeout.
 func (o *RolloutStatusOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm rollout status NAME"); err != nil {
+		return err
+	}
 	if o.Timeout < 0 {
 		return fmt.Errorf("--timeout must be 0 (wait forever) or a positive duration such as 10m, not %s", o.Timeout)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
@@ -14,12 +13,9 @@ import (
 // RolloutUndoOptions write a recorded revision's spec back into the serving.
 type RolloutUndoOptions struct {
 	*RootOptions
-	Name       string
+	servingTarget
 	ToRevision int64
 	servingOutput
-
-	client    client.WithWatch
-	namespace string
 }
 
 func newRolloutUndoCommand(root *RootOptions) *cobra.Command {
@@ -42,17 +38,14 @@ other than the one the spec asks for now.`,
 
 // Complete reads NAME and resolves the client.
 func (o *RolloutUndoOptions) Complete(_ *cobra.Command, args []string) error {
-	name, err := exactlyOneName(args, "kubectl llm rollout undo NAME [--to-revision N]")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks --to-revision.
 func (o *RolloutUndoOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm rollout undo NAME [--to-revision N]"); err != nil {
+		return err
+	}
 	if o.ToRevision < 0 {
 		return fmt.Errorf("--to-revision must be 0 (the previous revision) or a revision number, not %d", o.ToRevision)
 	}

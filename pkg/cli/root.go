@@ -1,6 +1,13 @@
 // Package cli holds the kubectl llm commands: one file per command, each an Options struct with
-// Complete, Validate and Run. It may import api, config, naming, revision, scheme, status and
-// tui; only operator.go, the file of the `operator` command, imports pkg/operator (to run it).
+// Complete (resolve: the servingTarget embed of target.go gives NAME, client and namespace),
+// Validate (arguments and flags only; what the CRD's schema and CEL rules judge is left to the
+// API server, whose message is the message) and Run. Shared by the commands, one concern a file:
+// errors.go (exit codes, messages a person can act on), lookup.go (a serving by name, patches),
+// watch.go (waits through watchtools.UntilWithSync), printobj.go (-o through cli-runtime's
+// PrintFlags), table.go (the one table writer), colors.go, apicheck.go (is an API served).
+// It may import api (and its generated apply configurations), config, naming, revision, scheme,
+// status and tui; only operator.go, the file of the `operator` command, imports pkg/operator (to
+// run it).
 // The update revision it shows is the serving's status.updateRevision, never a name it hashes;
 // it compares revisions by content (revision.Same). Nothing imports it but cmd. test/layers
 // enforces this.
@@ -95,9 +102,10 @@ Exit codes, the same for every command:
 In scripts and pipelines: stdout carries only what was asked for (the table, the status lines, the
 -o yaml|json|name output); errors, warnings and notes go to stderr. The live view (watch, and
 rollout status) starts only when stdin and stdout are both terminals; otherwise, or with --no-tui,
-they print plain lines, one per change. Colour is used only on a terminal, never with --no-color
-or NO_COLOR set. No command asks a question or reads stdin, except deploy -f -. Every command that
-changes a serving takes -o yaml|json|name to print it as it is after the change. See
+they print plain lines, one per change. Colour is used only on a terminal (not TERM=dumb) or with
+CLICOLOR_FORCE=1, and never with --no-color or NO_COLOR set. No command asks a question or reads
+stdin, except deploy -f -. Every command that changes a serving takes -o yaml|json|name (or
+kubectl's jsonpath and go-template formats) to print it as it is after the change. See
 docs/automation.md for a CI pipeline.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -15,13 +15,11 @@ import (
 // ScaleOptions set the number of groups through the scale subresource.
 type ScaleOptions struct {
 	*RootOptions
-	Name     string
+	servingTarget
 	Replicas int32
 	servingOutput
 
-	set       func(string) bool
-	client    client.WithWatch
-	namespace string
+	set func(string) bool
 }
 
 func newScaleCommand(root *RootOptions) *cobra.Command {
@@ -43,22 +41,16 @@ uses. Each group is groupSize pods.`,
 // Complete reads NAME and resolves the client.
 func (o *ScaleOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.set = cmd.Flags().Changed
-	name, err := exactlyOneName(args, "kubectl llm scale NAME --replicas N")
-	if err != nil {
-		return err
-	}
-	o.Name = name
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks --replicas.
 func (o *ScaleOptions) Validate() error {
+	if err := o.validateOneName("kubectl llm scale NAME --replicas N"); err != nil {
+		return err
+	}
 	if !o.set("replicas") {
 		return fmt.Errorf("--replicas is required: the number of groups, e.g. --replicas 2")
-	}
-	if o.Replicas < 0 || o.Replicas > 1000 {
-		return fmt.Errorf("--replicas must be between 0 and 1000 groups, not %d", o.Replicas)
 	}
 	return o.validateOutput()
 }
@@ -75,7 +67,7 @@ func (o *ScaleOptions) Run(ctx context.Context) error {
 	if err := o.client.SubResource("scale").Patch(ctx, ms, patch, client.WithSubResourceBody(scale), client.FieldOwner(v1.FieldManager)); err != nil {
 		return explain(err, host)
 	}
-	if o.Output != "" {
+	if o.wantsObject() {
 		if ms, err = getServing(ctx, o.client, o.namespace, o.Name, host); err != nil {
 			return err
 		}

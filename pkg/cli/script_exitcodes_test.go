@@ -3,12 +3,13 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
-	"k8s.io/client-go/rest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 )
@@ -25,12 +24,9 @@ func newSetCommand(root *RootOptions) *cobra.Command {
 // SetImageOptions change the engine image, which starts a rollout.
 type SetImageOptions struct {
 	*RootOptions
-	Name  string
+	servingTarget
 	Image string
 	servingOutput
-
-	client    client.WithWatch
-	namespace string
 }
 
 func newSetImageCommand(root *RootOptions) *cobra.Command {
@@ -51,17 +47,17 @@ kubectl llm rollout status NAME.`,
 
 // Complete reads NAME and IMAGE and resolves the client.
 func (o *SetImageOptions) Complete(_ *cobra.Command, args []string) error {
-	if len(args) != 2 {
-		return fmt.Errorf("expected NAME and IMAGE, got %d argument(s): kubectl llm set image NAME IMAGE", len(args))
+	if len(args) == 2 {
+		o.Image = args[1]
 	}
-	o.Name, o.Image = args[0], args[1]
-	var err error
-	o.client, o.namespace, err = o.clientAndNamespace()
-	return err
+	return o.complete(o.RootOptions, args)
 }
 
 // Validate checks the image reference looks like one.
 func (o *SetImageOptions) Validate() error {
+	if len(o.args) != 2 {
+		return fmt.Errorf("expected NAME and IMAGE, got %d argument(s): kubectl llm set image NAME IMAGE", len(o.args))
+	}
 	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n") {
 		return fmt.Errorf("IMAGE %q is not an image reference such as vllm/vllm-openai:v0.11.0", o.Image)
 	}

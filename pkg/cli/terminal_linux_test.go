@@ -72,9 +72,16 @@ func TestOnlyATerminalIsATerminal(t *testing.T) {
 func TestColourOnATerminalUnlessTurnedOff(t *testing.T) {
 	tty := openPTY(t)
 	t.Setenv("NO_COLOR", "")
+	t.Setenv("CLICOLOR_FORCE", "")
+	t.Setenv("TERM", "xterm-256color")
 	if !newColors(&RootOptions{}, tty).on {
 		t.Error("no colour on a terminal")
 	}
+	t.Setenv("TERM", "dumb")
+	if newColors(&RootOptions{}, tty).on {
+		t.Error("colour on a terminal with TERM=dumb")
+	}
+	t.Setenv("TERM", "xterm-256color")
 	if newColors(&RootOptions{NoColor: true}, tty).on {
 		t.Error("colour on a terminal with --no-color")
 	}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -138,14 +137,9 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 
 // waitGone waits until a deleted CRD is gone: the API server first removes its objects.
 func (o *UninstallOptions) waitGone(ctx context.Context, u *unstructured.Unstructured) error {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		live := u.DeepCopy()
-		err := o.client.Get(ctx, client.ObjectKeyFromObject(u), live)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
+	waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	err := waitForObject(waitCtx, o.client, u, func(live *unstructured.Unstructured) bool { return live == nil })
 	if err != nil {
 		return timedOut(err, fmt.Errorf("%s is still being deleted after %s: %w", resourceName(u), o.Timeout, err))
 	}

@@ -51,12 +51,11 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	p := &PreflightOptions{RootOptions: o.RootOptions, client: c}
 	for _, api := range []struct{ what, crd string }{
-		{"ModelServing API", "modelservings.serving.kubectl-llm.dev"},
-		{"LeaderWorkerSet API", "leaderworkersets.leaderworkerset.x-k8s.io"},
+		{"ModelServing API", servingCRDName},
+		{"LeaderWorkerSet API", lwsCRDName},
 	} {
-		ch := p.crdCheck(ctx, api.what, api.crd)
+		ch := crdCheck(ctx, c, api.what, api.crd)
 		if reach := unreachable(ch.err, o.host()); reach != nil {
 			return reach
 		}

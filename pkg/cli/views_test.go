@@ -54,6 +54,23 @@ func TestGetGolden(t *testing.T) {
 	if !strings.HasPrefix(r.Out, "apiVersion: v1\nitems:\n- apiVersion: serving.kubectl-llm.dev/v1alpha1\n  kind: ModelServing") || strings.Count(r.Out, "kind: ModelServing") != 3 {
 		t.Errorf("get -o yaml is not a List of the 3 servings:\n%s", r.Out)
 	}
+	// kubectl's other formats come with cli-runtime's printers: a jsonpath sees one serving, or a
+	// List's items.
+	r = run(t, now, "-n", ns, "get", "qwen", "-o", "jsonpath={.spec.model}")
+	expectCode(t, r, 0)
+	if r.Out != "Qwen/Qwen3-0.6B" {
+		t.Errorf("get qwen -o jsonpath printed %q", r.Out)
+	}
+	r = run(t, now, "-n", ns, "get", "-o", "jsonpath={.items[*].metadata.name}")
+	expectCode(t, r, 0)
+	if r.Out != "fresh llama qwen" {
+		t.Errorf("get -o jsonpath of the list printed %q", r.Out)
+	}
+	r = run(t, now, "-n", ns, "scale", "fresh", "--replicas", "1", "--template", "{{.spec.replicas}}")
+	expectCode(t, r, 0)
+	if r.Out != "1" {
+		t.Errorf("scale --template printed %q", r.Out)
+	}
 	empty := namespace(t, "golden-get-empty")
 	r = run(t, now, "-n", empty, "get")
 	expectCode(t, r, 0)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -20,11 +21,8 @@ import (
 // WatchOptions open the live view of a serving (or of every serving in the namespace).
 type WatchOptions struct {
 	*RootOptions
-	Name  string
+	servingTarget
 	NoTUI bool
-
-	client    client.WithWatch
-	namespace string
 }
 
 func newWatchCommand(root *RootOptions) *cobra.Command {
@@ -45,19 +43,24 @@ prints one plain line per change instead, until it is stopped (Ctrl-C, SIGTERM).
 		Example: `  kubectl llm watch qwen
   kubectl llm watch              # every serving of the namespace; enter opens one
   kubectl llm watch qwen --no-tui`,
-		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeServingNames(root),
-		RunE: runE(func(_ *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.Name = args[0]
-			}
-			var err error
-			o.client, o.namespace, err = o.clientAndNamespace()
-			return err
-		}, func() error { return nil }, o.Run),
+		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
 	cmd.Flags().BoolVar(&o.NoTUI, "no-tui", false, "Print plain change lines instead of the live view")
 	return cmd
+}
+
+// Complete reads the optional NAME and resolves the client.
+func (o *WatchOptions) Complete(_ *cobra.Command, args []string) error {
+	return o.complete(o.RootOptions, args)
+}
+
+// Validate checks there is at most one NAME.
+func (o *WatchOptions) Validate() error {
+	if len(o.args) > 1 {
+		return fmt.Errorf("expected at most one NAME, got %d arguments (%s): kubectl llm watch [NAME]", len(o.args), strings.Join(o.args, " "))
+	}
+	return nil
 }
 
 // Run shows the live view, or plain lines off a terminal.
@@ -114,6 +117,11 @@ func NewCommandActions(root *RootOptions, c client.WithWatch) tui.Actions {
 	return commandActions{root: root, client: c}
 }
 
+// target is the serving an action works on, through the view's client.
+func (a commandActions) target(ns, name string) servingTarget {
+	return servingTarget{Name: name, args: []string{name}, client: a.client, namespace: ns}
+}
+
 func (a commandActions) quiet() *RootOptions {
 	r := *a.root
 	r.Streams = genericiooptions.IOStreams{In: a.root.Streams.In, Out: io.Discard, ErrOut: io.Discard}
@@ -121,7 +129,7 @@ func (a commandActions) quiet() *RootOptions {
 }
 
 func (a commandActions) RestartGroup(ctx context.Context, ns, name string, group int) error {
-	o := &RestartOptions{RootOptions: a.quiet(), Name: name, Group: int32(group), client: a.client, namespace: ns,
+	o := &RestartOptions{RootOptions: a.quiet(), servingTarget: a.target(ns, name), Group: int32(group),
 		set: func(f string) bool { return f == "group" }}
 	if err := o.Validate(); err != nil {
 		return err
@@ -130,22 +138,22 @@ func (a commandActions) RestartGroup(ctx context.Context, ns, name string, group
 }
 
 func (a commandActions) Restart(ctx context.Context, ns, name string) error {
-	o := &RestartOptions{RootOptions: a.quiet(), Name: name, client: a.client, namespace: ns, set: func(string) bool { return false }}
+	o := &RestartOptions{RootOptions: a.quiet(), servingTarget: a.target(ns, name), set: func(string) bool { return false }}
 	return o.Run(ctx)
 }
 
 func (a commandActions) SetPaused(ctx context.Context, ns, name string, paused bool) error {
-	o := &RolloutPauseOptions{RootOptions: a.quiet(), Name: name, Pause: paused, client: a.client, namespace: ns}
+	o := &RolloutPauseOptions{RootOptions: a.quiet(), servingTarget: a.target(ns, name), Pause: paused}
 	return o.Run(ctx)
 }
 
 func (a commandActions) Promote(ctx context.Context, ns, name string) error {
-	o := &CanaryDecisionOptions{RootOptions: a.quiet(), Name: name, Promote: true, client: a.client, namespace: ns}
+	o := &CanaryDecisionOptions{RootOptions: a.quiet(), servingTarget: a.target(ns, name), Promote: true}
 	return o.Run(ctx)
 }
 
 func (a commandActions) Abort(ctx context.Context, ns, name string) error {
-	o := &CanaryDecisionOptions{RootOptions: a.quiet(), Name: name, Promote: false, client: a.client, namespace: ns}
+	o := &CanaryDecisionOptions{RootOptions: a.quiet(), servingTarget: a.target(ns, name), Promote: false}
 	return o.Run(ctx)
 }
 

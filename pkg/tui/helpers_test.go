@@ -66,22 +66,35 @@ func (f *fakeActions) Calls() []string {
 
 // fakeSource serves fixed snapshots by serving name ("" is the list).
 type fakeSource struct {
-	mu     sync.Mutex
-	snaps  map[string]Snapshot
-	opened []string
+	mu      sync.Mutex
+	snaps   map[string]Snapshot
+	opened  []string
+	streams map[string]*stream // the last opened, by name
 }
 
-func (f *fakeSource) open(ctx context.Context, _ string, name string) *stream {
+func (f *fakeSource) open(_ string, name string) *stream {
 	f.mu.Lock()
 	f.opened = append(f.opened, name)
 	f.mu.Unlock()
-	st := newStream(ctx, func() Snapshot {
+	st := newStream(context.Background(), func() Snapshot {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return f.snaps[name]
 	})
 	st.changed()
+	f.mu.Lock()
+	if f.streams == nil {
+		f.streams = map[string]*stream{}
+	}
+	f.streams[name] = st
+	f.mu.Unlock()
 	return st
+}
+
+func (f *fakeSource) stream(name string) *stream {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.streams[name]
 }
 
 func (f *fakeSource) set(name string, s Snapshot) {
@@ -93,7 +106,7 @@ func (f *fakeSource) set(name string, s Snapshot) {
 // newTestModel is the view of serving name (the list when "") at a fixed size and clock.
 func newTestModel(t testing.TB, name string, w, h int, actions Actions) Model {
 	t.Helper()
-	m := newModel(context.Background(), Config{Namespace: "default", Name: name, Clock: clock, Actions: actions}, nil)
+	m := newModel(Config{Namespace: "default", Name: name, Clock: clock, Actions: actions}, nil)
 	return update(t, m, tea.WindowSizeMsg{Width: w, Height: h})
 }
 

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
@@ -16,7 +15,18 @@ func step(t *testing.T, m Model, cmd tea.Cmd) (Model, tea.Cmd) {
 	if cmd == nil {
 		t.Fatal("no command")
 	}
-	next, cmd := m.Update(cmd())
+	msg := cmd()
+	if batch, ok := msg.(tea.BatchMsg); ok { // the program runs each; these return at once
+		var cmds []tea.Cmd
+		for _, c := range batch {
+			if msg := c(); msg != nil {
+				next, cmd := m.Update(msg)
+				m, cmds = next.(Model), append(cmds, cmd)
+			}
+		}
+		return m, tea.Batch(cmds...)
+	}
+	next, cmd := m.Update(msg)
 	return next.(Model), cmd
 }
 
@@ -29,7 +39,7 @@ func TestListOpensAServing(t *testing.T) {
 		"":     {Synced: true, Servings: []v1.ModelServing{*other, *demo.Serving}},
 		"demo": demo,
 	}}
-	m := newModel(context.Background(), Config{Namespace: "default", Clock: clock}, src)
+	m := newModel(Config{Namespace: "default", Clock: clock}, src)
 	m = update(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
 
 	// open the list's stream, take its snapshot, redraw
@@ -65,10 +75,16 @@ func TestListOpensAServing(t *testing.T) {
 	if len(src.opened) != 2 {
 		t.Errorf("went back by reopening the list: %v", src.opened)
 	}
+	if src.stream("demo").ctx.Err() == nil {
+		t.Error("the serving's watches still run after going back to the list")
+	}
+	if src.stream("").ctx.Err() != nil {
+		t.Error("the list's watches stopped")
+	}
 }
 
 func TestEmptyList(t *testing.T) {
-	m := newModel(context.Background(), Config{Namespace: "team-a", Clock: clock}, nil)
+	m := newModel(Config{Namespace: "team-a", Clock: clock}, nil)
 	m = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 20})
 	m = feed(t, m, Snapshot{Synced: true})
 	mustContain(t, display(t, m), "no serving in namespace team-a: create one with kubectl llm deploy")

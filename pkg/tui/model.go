@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
@@ -19,6 +20,10 @@ import (
 // redrawInterval is how often the view takes in the cluster's changes at most: a rollout of
 // hundreds of pods sends bursts of watch events, the screen needs only the last state.
 const redrawInterval = 150 * time.Millisecond
+
+// actionTimeout bounds one confirmed action (a restart, a pause...): its requests run in a Cmd,
+// outside any context of the view.
+const actionTimeout = 30 * time.Second
 
 // clockInterval refreshes ages and "loading for…" durations when nothing else changes.
 const clockInterval = time.Second
@@ -64,7 +69,6 @@ type confirmation struct {
 
 // Model is the live view: a value, updated by messages; all I/O happens in Cmds.
 type Model struct {
-	ctx       context.Context
 	namespace string
 	name      string // the serving on screen; "" shows the list
 	fromList  bool   // started as a list: esc from a serving goes back to it
@@ -120,16 +124,17 @@ type servingView struct {
 }
 
 // NewModel makes the view of cfg.Name (or of the namespace's servings when it is empty). Its
-// Init opens the watches through cfg.Client.
+// Init opens the watches through cfg.Client; they stop when the view moves away from them, and
+// all of them when ctx ends (the model itself keeps no context).
 func NewModel(ctx context.Context, cfg Config) Model {
 	var src source
 	if cfg.Client != nil {
-		src = watchSource{client: cfg.Client}
+		src = watchSource{client: cfg.Client, lifetime: ctx}
 	}
-	return newModel(ctx, cfg, src)
+	return newModel(cfg, src)
 }
 
-func newModel(ctx context.Context, cfg Config, src source) Model {
+func newModel(cfg Config, src source) Model {
 	cfg = cfg.withDefaults()
 	ti := textinput.New()
 	ti.Prompt = "/"
@@ -138,7 +143,7 @@ func newModel(ctx context.Context, cfg Config, src source) Model {
 	h := help.New()
 	h.ShortSeparator = "  "
 	m := Model{
-		ctx: ctx, namespace: cfg.Namespace, name: cfg.Name, fromList: cfg.Name == "",
+		namespace: cfg.Namespace, name: cfg.Name, fromList: cfg.Name == "",
 		clock: cfg.Clock, actions: cfg.Actions, src: src, keys: DefaultKeyMap(), styles: DefaultStyles(),
 		help: h, filter: ti, untilDone: cfg.UntilDone, selected: -1,
 	}
@@ -161,8 +166,8 @@ func (m Model) open(name string) tea.Cmd {
 	if m.src == nil {
 		return nil
 	}
-	src, ctx, ns := m.src, m.ctx, m.namespace
-	return func() tea.Msg { return openedMsg{name: name, st: src.open(ctx, ns, name)} }
+	src, ns := m.src, m.namespace
+	return func() tea.Msg { return openedMsg{name: name, st: src.open(ns, name)} }
 }
 
 // Update handles one message.
@@ -176,18 +181,18 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case openedMsg:
 		if msg.name != m.name {
-			msg.st.cancel() // the user moved on before the watches started
-			return m, nil
+			return m, msg.st.close() // the user moved on before the watches started
 		}
+		var closeOld tea.Cmd
 		if m.stream != nil && m.stream != m.listStream {
-			m.stream.cancel()
+			closeOld = m.stream.close()
 		}
 		m.stream = msg.st
 		if msg.name == "" {
 			m.listStream = msg.st
 		}
 		m.pending, m.flushing = nil, false
-		return m, msg.st.next()
+		return m, tea.Batch(closeOld, msg.st.next())
 	case snapshotMsg:
 		if m.stream == nil || msg.stream != m.stream.id {
 			return m, nil // from a stream closed since
@@ -334,18 +339,18 @@ func (m *Model) back() (tea.Model, tea.Cmd) {
 	case m.screen == screenPods:
 		m.screen, m.podOffset = screenGroups, 0
 	case m.name != "" && m.fromList:
+		var closeOld tea.Cmd
 		if m.stream != nil && m.stream != m.listStream {
-			m.stream.cancel()
+			closeOld = m.stream.close()
 		}
 		m.name, m.stream, m.pending, m.flushing = "", m.listStream, nil, false
 		m.sv, m.snap.Serving, m.snap.Pods, m.snap.Events = servingView{}, nil, nil, nil
 		m.notice, m.confirm, m.selected, m.cursor, m.offset = "", nil, -1, 0, 0
 		m.refilter()
 		if m.stream == nil {
-			return *m, m.open("")
+			return *m, tea.Batch(closeOld, m.open(""))
 		}
-		m.stream.changed() // the list changed meanwhile: take a fresh snapshot
-		return *m, m.stream.next()
+		return *m, tea.Batch(closeOld, m.stream.now()) // the list changed meanwhile: a fresh snapshot
 	}
 	return *m, nil
 }
@@ -425,11 +430,13 @@ func (m *Model) ask(kind actionKind) {
 
 // run is the Cmd that carries out a confirmed action.
 func (m Model) run(c confirmation) tea.Cmd {
-	a, ctx, ns, name := m.actions, m.ctx, m.namespace, m.name
+	a, ns, name := m.actions, m.namespace, m.name
 	if a == nil {
 		return func() tea.Msg { return actionDoneMsg{err: fmt.Errorf("no actions configured")} }
 	}
 	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), actionTimeout)
+		defer cancel()
 		var err error
 		var done string
 		switch c.kind {
@@ -462,7 +469,7 @@ func (m *Model) derive() {
 			})
 			msg, done, err := status.RolloutStatus(ms)
 			m.sv = servingView{ms: ms, sum: sum, groups: sum.Groups, rollout: strings.TrimSpace(msg),
-				rolloutDone: done, rolloutErr: err, partition: ptrOr(ms.Spec.Rollout.Partition, 0), size: max(int(ms.Spec.GroupSize), 1)}
+				rolloutDone: done, rolloutErr: err, partition: ptr.Deref(ms.Spec.Rollout.Partition, 0), size: max(int(ms.Spec.GroupSize), 1)}
 			for _, g := range m.sv.groups {
 				m.sv.groupWidth = max(m.sv.groupWidth, len(groupLabel(g)))
 				m.sv.revisionWidth = max(m.sv.revisionWidth, len(m.revisionTag(g.Revision)))
@@ -478,16 +485,18 @@ func (m *Model) refilter() {
 		m.selected = m.rowKey(m.rows[m.cursor])
 	}
 	terms := strings.Fields(strings.ToLower(m.filter.Value()))
-	m.rows = m.rows[:0]
 	n := len(m.sv.groups)
 	if m.name == "" {
 		n = len(m.list)
 	}
+	// A new slice: earlier copies of the model (a value) still hold the old one.
+	rows := make([]int, 0, n)
 	for i := 0; i < n; i++ {
 		if len(terms) == 0 || matches(m.haystack(i), terms) {
-			m.rows = append(m.rows, i)
+			rows = append(rows, i)
 		}
 	}
+	m.rows = rows
 	m.cursor = 0
 	for i, r := range m.rows {
 		if m.rowKey(r) == m.selected {
@@ -572,11 +581,4 @@ func (m *Model) clamp() {
 	if m.screen == screenPods {
 		m.podOffset = max(0, min(m.podOffset, m.podLines()-h))
 	}
-}
-
-func ptrOr(p *int32, def int32) int32 {
-	if p == nil {
-		return def
-	}
-	return *p
 }

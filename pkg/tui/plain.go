@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
@@ -23,13 +24,14 @@ func RunPlain(ctx context.Context, cfg Config) error {
 		return errors.New("the plain view needs a client")
 	}
 	cfg = cfg.withDefaults()
-	return runPlain(ctx, cfg, watchSource{client: cfg.Client})
+	return runPlain(ctx, cfg, watchSource{client: cfg.Client, lifetime: ctx})
 }
 
 func runPlain(parent context.Context, cfg Config, src source) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	st := src.open(ctx, cfg.Namespace, cfg.Name)
+	st := src.open(cfg.Namespace, cfg.Name)
+	defer st.cancel()
 	p := newPlainPrinter(cfg)
 	var (
 		result   error
@@ -109,7 +111,7 @@ func (p *plainPrinter) print(s Snapshot) (bool, error) {
 	line := fmt.Sprintf("serving %s: %s, %d/%d groups ready, %d/%d updated, revision %s", ms.Name,
 		orDefault(string(ms.Status.Phase), "Unknown"), sum.Ready, sum.Desired, sum.Updated, sum.Desired,
 		revisionChange(ms))
-	if part := ptrOr(ms.Spec.Rollout.Partition, 0); part > 0 {
+	if part := ptr.Deref(ms.Spec.Rollout.Partition, 0); part > 0 {
 		line += fmt.Sprintf(", partition %d", part)
 	}
 	if ms.Spec.Rollout.Paused {
@@ -194,7 +196,7 @@ func (p *plainPrinter) printList(now time.Time, s Snapshot) {
 		seen[ms.Name] = true
 		ready := ms.Status.ReadyGroups
 		if ready == "" {
-			ready = fmt.Sprintf("%d/%d", ms.Status.ReadyReplicas, ptrOr(ms.Spec.Replicas, 1))
+			ready = fmt.Sprintf("%d/%d", ms.Status.ReadyReplicas, ptr.Deref(ms.Spec.Replicas, 1))
 		}
 		line := fmt.Sprintf("serving %s: %s, %s groups ready, %d updated, model %s", ms.Name,
 			orDefault(string(ms.Status.Phase), "Unknown"), ready, ms.Status.UpdatedReplicas, ms.Spec.Model)

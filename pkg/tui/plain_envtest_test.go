@@ -3,10 +3,11 @@ package tui
 import (
 	"context"
 	"errors"
-	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
 // syncBuffer is a buffer a test may read while a command or view writes to it.

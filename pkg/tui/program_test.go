@@ -18,7 +18,7 @@ import (
 // group on enter and quits on q.
 func TestProgramSmoke(t *testing.T) {
 	src := &fakeSource{snaps: map[string]Snapshot{"demo": demoSnapshot()}}
-	m := newModel(context.Background(), Config{Namespace: "default", Name: "demo", Clock: clock, Actions: &fakeActions{}}, src)
+	m := newModel(Config{Namespace: "default", Name: "demo", Clock: clock, Actions: &fakeActions{}}, src)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
 
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {

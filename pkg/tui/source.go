@@ -40,9 +40,10 @@ type Snapshot struct {
 // maxEvents bounds the events a snapshot carries.
 const maxEvents = 20
 
-// source opens streams: one per screen (a serving, or the list of servings).
+// source opens streams: one per screen (a serving, or the list of servings). A stream runs
+// until it is closed (the model returns its close Cmd) or the source's lifetime ends.
 type source interface {
-	open(ctx context.Context, namespace, name string) *stream
+	open(namespace, name string) *stream
 }
 
 var streamIDs atomic.Int64
@@ -74,6 +75,19 @@ func (s *stream) changed() {
 type snapshotMsg struct {
 	stream int64
 	snap   Snapshot
+}
+
+// close is the Cmd that stops the stream's watches.
+func (s *stream) close() tea.Cmd {
+	return func() tea.Msg {
+		s.cancel()
+		return nil
+	}
+}
+
+// now is the Cmd that delivers a snapshot right away, changed or not.
+func (s *stream) now() tea.Cmd {
+	return func() tea.Msg { return snapshotMsg{stream: s.id, snap: s.build()} }
 }
 
 // next is the Cmd that waits for the stream's next change; the model re-arms it after each one.
@@ -112,9 +126,11 @@ func (s *stream) snapshots(ctx context.Context, interval time.Duration, fn func(
 // watch expires) through a controller-runtime client.
 type watchSource struct {
 	client client.WithWatch
+	// lifetime ends every stream: the view's run (a source is made per run; models keep no context).
+	lifetime context.Context
 }
 
-func (w watchSource) open(ctx context.Context, ns, name string) *stream {
+func (w watchSource) open(ns, name string) *stream {
 	var (
 		mu      sync.Mutex
 		lastErr error
@@ -202,7 +218,7 @@ func (w watchSource) open(ctx context.Context, ns, name string) *stream {
 			return snap
 		}
 	}
-	st = newStream(ctx, build)
+	st = newStream(w.lifetime, build)
 	for _, inf := range informers {
 		go inf.RunWithContext(st.ctx)
 	}

@@ -331,7 +331,7 @@ func TestSnapshotsCoalesce(t *testing.T) {
 }
 
 func TestUntilDoneQuitsWhenTheRolloutIsDone(t *testing.T) {
-	m := newModel(t.Context(), Config{Namespace: "default", Name: "demo", Clock: clock, UntilDone: true}, nil)
+	m := newModel(Config{Namespace: "default", Name: "demo", Clock: clock, UntilDone: true}, nil)
 	m = update(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
 	s := demoSnapshot()
 	closed, cancel := context.WithCancel(t.Context())

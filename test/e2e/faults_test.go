@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -109,6 +112,37 @@ func TestFaults(t *testing.T) {
 			})
 			op.kill()
 			restartOperator(t)
+		}},
+		{"operator frozen (SIGSTOP) 15 s mid rolling update", 2, func(t *testing.T, ns, name string) {
+			update(t, ns, name, newImage)
+			underWay(t, ns, name, getServing(t, ns, name).Generation)
+			fault(t, "SIGSTOP the operator for 15 s while groups are being replaced, then SIGCONT")
+			op.signal(t, syscall.SIGSTOP)
+			time.Sleep(15 * time.Second) // frozen on purpose: its watches and lease go stale
+			op.signal(t, syscall.SIGCONT)
+		}},
+		{"the running revision's record deleted while paused", 2, func(t *testing.T, ns, name string) {
+			current := getServing(t, ns, name).Status.CurrentRevision
+			update(t, ns, name, func(ms *v1.ModelServing) { newImage(ms); ms.Spec.Rollout.Paused = true })
+			gen := getServing(t, ns, name).Generation
+			fault(t, "delete the ControllerRevision of the revision the paused LWS runs")
+			if err := kc.Delete(context.Background(), &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: current}}); err != nil {
+				t.Fatal(err)
+			}
+			rev := updateRevision(t, ns, name, gen)
+			testenv.Consistently(t, 5*time.Second, "the pause to hold", func() error {
+				for _, p := range pods(t, ns, name) {
+					if p.Revision == rev {
+						return fmt.Errorf("pod %s runs revision %s while the rollout is paused", p.Name, rev)
+					}
+				}
+				return nil
+			})
+			update(t, ns, name, func(ms *v1.ModelServing) { ms.Spec.Rollout.Paused = false })
+			testenv.Eventually(t, settle, "the rollout resumed onto "+rev, func() (bool, error) {
+				ms := getServing(t, ns, name)
+				return ms.Status.CurrentRevision == rev && ms.Status.Phase == v1.PhaseReady, nil
+			})
 		}},
 	}
 	for i, tc := range cases {

@@ -191,6 +191,19 @@ func (o *operatorProcess) kill() {
 	o.cmd = nil
 }
 
+// signal sends the operator a signal (SIGSTOP, SIGCONT: a frozen process).
+func (o *operatorProcess) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd == nil || o.cmd.Process == nil {
+		t.Fatal("the operator is not running")
+	}
+	if err := o.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // kubectlLLM runs the binary under test against the simulated cluster.
 func kubectlLLM(args ...string) (string, error) {
 	cmd := exec.Command(binary, append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
