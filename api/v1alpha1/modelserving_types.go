@@ -424,7 +424,48 @@ type ModelServingStatus struct {
 	// +optional
 	Groups []GroupStatus `json:"groups,omitempty"`
 
-	// Endpoint is the in-cluster address of the leaders: <service>.<namespace>.svc:<port>.
+	// Endpoint is the in-cluster address of the leaders: <service>.<namespace>.svc:<port>. With
+	// spec.roles it is the decode role's Service; each role's is in status.roles.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// Roles is the state of each role of a serving with spec.roles, in spec.roles's order of
+	// names (prefill, decode); empty without roles. The counts above are their sums.
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Roles []RoleStatus `json:"roles,omitempty"`
+}
+
+// RoleStatus is the state of one role's groups.
+type RoleStatus struct {
+	// Name is the role: prefill or decode.
+	Name RoleName `json:"name"`
+	// Replicas is the number of the role's groups that exist, surge groups included.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2000
+	Replicas int32 `json:"replicas"`
+	// ReadyReplicas is the number of the role's groups whose every pod is ready.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2000
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// UpdatedReplicas is the number of the role's groups on the update revision.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2000
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+	// ReadyGroups is "ready/desired" for display, e.g. 2/6.
+	// +kubebuilder:validation:MaxLength=16
+	// +optional
+	ReadyGroups string `json:"readyGroups,omitempty"`
+	// Groups is the readiness of each group of the role, lowest index first, at most
+	// MaxStatusGroups entries. A group's index is its index within the role.
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=map
+	// +listMapKey=index
+	// +optional
+	Groups []GroupStatus `json:"groups,omitempty"`
+	// Endpoint is the in-cluster address of the role's leaders: <serving>-<role>-api.<namespace>.svc:<port>.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
 }

@@ -19,9 +19,19 @@ import (
 // takes the serving's own name for its headless Service.)
 func ServiceName(serving string) string { return serving + "-api" }
 
-// Endpoint is the in-cluster address of a serving.
+// Endpoint is the in-cluster address of a serving: with spec.roles, its decode role's (the
+// decode servers answer the clients; a router that pairs prefill and decode reads every role's
+// Service instead).
 func Endpoint(ms *v1.ModelServing) string {
+	if ms.Spec.Role(v1.RoleDecode) != nil {
+		return RoleEndpoint(ms, v1.RoleDecode)
+	}
 	return fmt.Sprintf("%s.%s.svc:%d", ServiceName(ms.Name), ms.Namespace, ms.Spec.Engine.Port)
+}
+
+// RoleEndpoint is the in-cluster address of a role's leaders, through its Service.
+func RoleEndpoint(ms *v1.ModelServing, role v1.RoleName) string {
+	return fmt.Sprintf("%s.%s.svc:%d", RoleServiceName(ms.Name, role), ms.Namespace, ms.Spec.Engine.Port)
 }
 
 // PodSelector selects every pod of a serving.

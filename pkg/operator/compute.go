@@ -2,7 +2,6 @@ package operator
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +10,9 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	lwsac "sigs.k8s.io/lws/client-go/applyconfiguration/leaderworkerset/v1"
 
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
+	"github.com/kubectl-llm/kubectl-llm/pkg/roleplan"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
@@ -35,10 +36,19 @@ type intent struct {
 	prune []appsv1.ControllerRevision
 	// notes are things worth a warning event: the pass went on, but not as the user may expect.
 	notes []string
+
+	// roles are the children of each role of a serving with spec.roles, in the planner's order
+	// (lws and service above are then nil), and rolePlan the lockstep planner's decision.
+	roles    []roleIntent
+	rolePlan roleplan.Plan
 }
 
-// errRolesNotServed is the spec error of a serving with spec.roles until the operator renders them.
-var errRolesNotServed = errors.New("spec.roles: this operator version does not render prefill/decode roles yet; remove spec.roles, or upgrade the operator")
+// roleIntent is what one role's children should be; a nil child is not applied (a name conflict).
+type roleIntent struct {
+	name    v1.RoleName
+	lws     *lwsac.LeaderWorkerSetApplyConfiguration
+	service *corev1ac.ServiceApplyConfiguration
+}
 
 // revisionRenumber makes an existing revision the newest.
 type revisionRenumber struct {
@@ -63,12 +73,10 @@ func compute(obs *observed, in computeInput) intent {
 	if err := ValidateSpec(ms); err != nil {
 		return intent{specErr: err}
 	}
-	if len(ms.Spec.Roles) > 0 {
-		// The API, the planner and the role command lines exist; the reconciler does not render
-		// roles yet. Refused, not rendered as one role from the top-level fields.
-		return intent{specErr: errRolesNotServed}
-	}
 	out := intent{updateRev: revision.Name(ms.Name, updateSpec)}
+	if len(ms.Spec.Roles) > 0 {
+		return computeRoles(obs, in, out, updateSpec)
+	}
 
 	lwsRev := ""
 	if obs.lws != nil {
@@ -91,18 +99,9 @@ func compute(obs *observed, in computeInput) intent {
 		return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
 	}
 
-	revisions := obs.revisions
-	next := revision.NextNumber(revisions)
-	switch rec := findRevision(revisions, out.updateRev); {
-	case rec == nil:
-		cr, err := revision.NewControllerRevision(ms, updateSpec, next)
-		if err != nil {
-			return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
-		}
-		out.createRevision = cr
-		revisions = append(revisions[:len(revisions):len(revisions)], *cr)
-	case rec.Revision != next-1 && ms.Status.UpdateRevision != out.updateRev:
-		out.renumber = &revisionRenumber{name: rec.Name, to: next}
+	revisions, err := out.record(obs, updateSpec)
+	if err != nil {
+		return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
 	}
 
 	if !obs.lwsConflict {
@@ -118,12 +117,35 @@ func compute(obs *observed, in computeInput) intent {
 	if !obs.serviceConflict {
 		out.service = DesiredService(ms)
 	}
-	limit := in.historyLimit
-	if limit <= 0 {
-		limit = DefaultHistoryLimit
-	}
-	out.prune = revision.ToPrune(revisions, limit, out.updateRev, out.plan.TemplateRevision, ms.Status.CurrentRevision)
+	out.prune = revision.ToPrune(revisions, in.limit(), out.updateRev, out.plan.TemplateRevision, ms.Status.CurrentRevision)
 	return out
+}
+
+func (in computeInput) limit() int {
+	if in.historyLimit <= 0 {
+		return DefaultHistoryLimit
+	}
+	return in.historyLimit
+}
+
+// record decides the revision to record (the update revision, when no ControllerRevision holds
+// it) or to renumber (an undo to a recorded one), and returns the revisions there will be.
+func (out *intent) record(obs *observed, updateSpec revision.Spec) ([]appsv1.ControllerRevision, error) {
+	ms := obs.serving
+	revisions := obs.revisions
+	next := revision.NextNumber(revisions)
+	switch rec := findRevision(revisions, out.updateRev); {
+	case rec == nil:
+		cr, err := revision.NewControllerRevision(ms, updateSpec, next)
+		if err != nil {
+			return nil, err
+		}
+		out.createRevision = cr
+		revisions = append(revisions[:len(revisions):len(revisions)], *cr)
+	case rec.Revision != next-1 && ms.Status.UpdateRevision != out.updateRev:
+		out.renumber = &revisionRenumber{name: rec.Name, to: next}
+	}
+	return revisions, nil
 }
 
 // desiredLWSFor builds the LWS the plan asks for. A plan that holds an older revision (paused, or

@@ -173,16 +173,6 @@ func TestComputeDecidesEveryWriteOfAPass(t *testing.T) {
 			want: want{specErr: "spec.template", noLWS: true, noService: true},
 		},
 		{
-			name: "roles are refused until the reconciler renders them, never served as one role",
-			obs: func() *observed {
-				ms := v1ms.DeepCopy()
-				ms.Spec.Replicas = nil
-				ms.Spec.Roles = []v1.RoleSpec{{Name: v1.RolePrefill, Replicas: ptr.To[int32](1)}, {Name: v1.RoleDecode, Replicas: ptr.To[int32](2)}}
-				return &observed{serving: ms}
-			},
-			want: want{specErr: "spec.roles", noLWS: true, noService: true},
-		},
-		{
 			name: "a node selector that is not a label is a spec error naming the field",
 			obs: func() *observed {
 				ms := v1ms.DeepCopy()

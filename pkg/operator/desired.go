@@ -17,6 +17,7 @@ import (
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
+	"github.com/kubectl-llm/kubectl-llm/pkg/roleplan"
 )
 
 // AnnotationAppliedHash on a child records the hash of the intent last applied to it, so an
@@ -41,10 +42,7 @@ func DesiredLeaderWorkerSet(in LWSInput) (*lwsac.LeaderWorkerSetApplyConfigurati
 	if err := in.RevisionSpec.Into(&spec); err != nil {
 		return nil, err
 	}
-	tin := TemplateInput{Name: ms.Name, Revision: in.Revision, Spec: spec, Overlay: in.RevisionSpec.Template, Annotations: podAnnotations(ms)}
-	if ms.Spec.Restart != nil {
-		tin.RestartID = ms.Spec.Restart.ID
-	}
+	tin := templateInputOf(ms, in.Revision, spec, in.RevisionSpec)
 	leader, err := PodTemplate(tin, Leader)
 	if err != nil {
 		return nil, err
@@ -53,6 +51,65 @@ func DesiredLeaderWorkerSet(in LWSInput) (*lwsac.LeaderWorkerSetApplyConfigurati
 	if err != nil {
 		return nil, err
 	}
+	r := ms.Spec.Rollout
+	rolling := lwsac.RollingUpdateConfiguration().
+		WithPartition(ptr.Deref(r.Partition, 0)).
+		WithMaxSurge(intOrDefault(r.MaxSurge, 0)).
+		WithMaxUnavailable(intOrDefault(r.MaxUnavailable, 1))
+	return buildLWS(ms, ms.Name, childLabels(ms), spec, leader, worker, in.Replicas, rolling)
+}
+
+// RoleLWSInput is what the desired LeaderWorkerSet of one role is built from.
+type RoleLWSInput struct {
+	Serving *v1.ModelServing
+	Role    v1.RoleName
+	// Revision is the update revision: a role's LWS always carries it, the planner's partition
+	// keeps the groups below it on the revision they run.
+	Revision     string
+	RevisionSpec revision.Spec
+	// Target is the planner's shape for the role now (pkg/roleplan).
+	Target roleplan.Target
+}
+
+// DesiredRoleLeaderWorkerSet builds the LeaderWorkerSet <serving>-<role> of a serving with
+// spec.roles. Its replicas and partition are the planner's target; its own rollout limits never
+// hold the planner back (maxSurge 0, as the planner adds surge groups through replicas, and a
+// maxUnavailable of every group, so that the partition alone decides which groups move).
+func DesiredRoleLeaderWorkerSet(in RoleLWSInput) (*lwsac.LeaderWorkerSetApplyConfiguration, error) {
+	ms := in.Serving
+	spec := *ms.Spec.DeepCopy()
+	if err := in.RevisionSpec.Into(&spec); err != nil {
+		return nil, err
+	}
+	tin := templateInputOf(ms, in.Revision, spec, in.RevisionSpec)
+	leader, err := RolePodTemplate(tin, in.Role, Leader)
+	if err != nil {
+		return nil, err
+	}
+	worker, err := RolePodTemplate(tin, in.Role, Worker)
+	if err != nil {
+		return nil, err
+	}
+	eff, _ := spec.ForRole(in.Role) // RolePodTemplate has found the role
+	rolling := lwsac.RollingUpdateConfiguration().
+		WithPartition(in.Target.Partition()).
+		WithMaxSurge(intstr.FromInt32(0)).
+		WithMaxUnavailable(intstr.FromInt32(max(1, in.Target.Replicas)))
+	return buildLWS(ms, naming.RoleWorkloadName(ms.Name, in.Role), roleChildLabels(ms, in.Role), eff, leader, worker, in.Target.Replicas, rolling)
+}
+
+func templateInputOf(ms *v1.ModelServing, rev string, spec v1.ModelServingSpec, rs revision.Spec) TemplateInput {
+	tin := TemplateInput{Name: ms.Name, Revision: rev, Spec: spec, Overlay: rs.Template, Annotations: podAnnotations(ms)}
+	if ms.Spec.Restart != nil {
+		tin.RestartID = ms.Spec.Restart.ID
+	}
+	return tin
+}
+
+// buildLWS is the LeaderWorkerSet name of a serving (or of one of its roles, whose single-role
+// spec is spec) with the given pod templates, groups and rolling update configuration.
+func buildLWS(ms *v1.ModelServing, name string, labels map[string]string, spec v1.ModelServingSpec, leader, worker corev1.PodTemplateSpec,
+	replicas int32, rolling *lwsac.RollingUpdateConfigurationApplyConfiguration) (*lwsac.LeaderWorkerSetApplyConfiguration, error) {
 	leaderAC, err := templateApplyConfiguration(leader)
 	if err != nil {
 		return nil, err
@@ -70,16 +127,11 @@ func DesiredLeaderWorkerSet(in LWSInput) (*lwsac.LeaderWorkerSetApplyConfigurati
 	} else {
 		tmpl.WithLeaderTemplate(leaderAC).WithWorkerTemplate(workerAC)
 	}
-	r := ms.Spec.Rollout
-	rolling := lwsac.RollingUpdateConfiguration().
-		WithPartition(ptr.Deref(r.Partition, 0)).
-		WithMaxSurge(intOrDefault(r.MaxSurge, 0)).
-		WithMaxUnavailable(intOrDefault(r.MaxUnavailable, 1))
-	lws := lwsac.LeaderWorkerSet(ms.Name, ms.Namespace).
-		WithLabels(childLabels(ms)).
+	lws := lwsac.LeaderWorkerSet(name, ms.Namespace).
+		WithLabels(labels).
 		WithOwnerReferences(ownerRefAC(ms)).
 		WithSpec(lwsac.LeaderWorkerSetSpec().
-			WithReplicas(in.Replicas).
+			WithReplicas(replicas).
 			WithStartupPolicy(lwsv1.LeaderCreatedStartupPolicy).
 			WithLeaderWorkerTemplate(tmpl).
 			WithRolloutStrategy(lwsac.RolloutStrategy().
@@ -94,12 +146,24 @@ func DesiredLeaderWorkerSet(in LWSInput) (*lwsac.LeaderWorkerSetApplyConfigurati
 
 // DesiredService builds the Service in front of the leaders, on the engine port.
 func DesiredService(ms *v1.ModelServing) *corev1ac.ServiceApplyConfiguration {
-	return corev1ac.Service(naming.ServiceName(ms.Name), ms.Namespace).
-		WithLabels(childLabels(ms)).
+	return buildService(ms, naming.ServiceName(ms.Name), childLabels(ms), leaderSelector(ms.Name))
+}
+
+// DesiredRoleService builds the Service <serving>-<role>-api in front of a role's leaders, so a
+// router finds each role's endpoints.
+func DesiredRoleService(ms *v1.ModelServing, role v1.RoleName) *corev1ac.ServiceApplyConfiguration {
+	sel := leaderSelector(ms.Name)
+	sel[naming.LabelRole] = string(role)
+	return buildService(ms, naming.RoleServiceName(ms.Name, role), roleChildLabels(ms, role), sel)
+}
+
+func buildService(ms *v1.ModelServing, name string, labels, selector map[string]string) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(name, ms.Namespace).
+		WithLabels(labels).
 		WithOwnerReferences(ownerRefAC(ms)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeClusterIP).
-			WithSelector(leaderSelector(ms.Name)).
+			WithSelector(selector).
 			WithPorts(corev1ac.ServicePort().
 				WithName("http").
 				WithProtocol(corev1.ProtocolTCP).
@@ -123,6 +187,14 @@ func podAnnotations(ms *v1.ModelServing) map[string]string {
 
 func childLabels(ms *v1.ModelServing) map[string]string {
 	return map[string]string{v1.LabelName: ms.Name, v1.LabelManagedBy: v1.ManagedByValue}
+}
+
+// roleChildLabels are the labels of a role's LWS and Service: the children cache holds them by
+// the serving's name label; the role label says which role they are.
+func roleChildLabels(ms *v1.ModelServing, role v1.RoleName) map[string]string {
+	l := childLabels(ms)
+	l[naming.LabelRole] = string(role)
+	return l
 }
 
 func ownerRef(ms *v1.ModelServing) metav1.OwnerReference {

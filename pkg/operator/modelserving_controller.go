@@ -1,10 +1,11 @@
 // Package operator reconciles ModelServings into LeaderWorkerSet groups: one LeaderWorkerSet,
-// one Service for the leaders and ControllerRevisions of the pod-affecting spec per serving.
-// Reconcile is observe → compute (pure: desired.go, podtemplate.go, planner.go) → act
-// (server-side apply, skipped when the intent is unchanged) → report (one status write, through
-// pkg/status). It also builds the manager that hosts the reconciler and, optionally, LWS.
-// It imports api, naming (names and labels), revision (revision encoding), scheme and status;
-// never cli or tui. Nothing but the `operator` command and tests imports it.
+// one Service for the leaders and ControllerRevisions of the pod-affecting spec per serving (with
+// spec.roles, a LeaderWorkerSet and a Service per role, moved together by pkg/roleplan).
+// Reconcile is observe → compute (pure: compute.go, compute_roles.go, desired.go, podtemplate.go,
+// planner.go) → act (server-side apply, skipped when the intent is unchanged) → report (one
+// status write, through pkg/status). It also builds the manager that hosts the reconciler and,
+// optionally, LWS. It imports api, naming (names and labels), revision (revision encoding),
+// roleplan (the roles' planner), scheme and status; never cli or tui. Nothing but the `operator` command and tests imports it.
 package operator
 
 import (
@@ -99,8 +100,9 @@ type observed struct {
 	conflicts []status.Problem
 	// lwsConflict and serviceConflict say which child must not be applied this pass.
 	lwsConflict, serviceConflict bool
-	// updateRev is the revision of the current spec; "" when spec.template does not decode.
-	updateRev string
+	// roles are the children and pods of each role of a serving with spec.roles, in
+	// v1.RoleNames order; lws and service above are then nil.
+	roles []observedRole
 }
 
 // +kubebuilder:rbac:groups=serving.kubectl-llm.dev,resources=modelservings,verbs=get;list;watch;update;patch
@@ -125,8 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.NamespacedName)
-			r.applied.Delete(childKey{"LeaderWorkerSet", req.NamespacedName})
-			r.applied.Delete(childKey{"Service", req.NamespacedName})
+			r.forgetChildren(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -196,43 +197,50 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	key := client.ObjectKeyFromObject(ms)
 	stale := false
 
-	lws := &lwsv1.LeaderWorkerSet{}
-	switch err := r.getChild(ctx, key, lws); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return nil, false, fmt.Errorf("get LeaderWorkerSet %s: %w", key, err)
-	default:
-		switch own, err := r.claim(ctx, ms, lws); {
-		case err != nil:
+	if len(ms.Spec.Roles) == 0 {
+		lws, svc := &lwsv1.LeaderWorkerSet{}, &corev1.Service{}
+		ours, conflict, err := r.readChild(ctx, obs, "LeaderWorkerSet", key, lws, &stale)
+		if err != nil {
 			return nil, false, err
-		case own == childOurs:
+		}
+		if ours {
 			obs.lws = lws
-		case own == childStale:
-			stale = true
-		default:
-			obs.lwsConflict = true
-			obs.conflicts = append(obs.conflicts, nameConflict("LeaderWorkerSet", lws))
 		}
-	}
-
-	svc := &corev1.Service{}
-	skey := types.NamespacedName{Namespace: ms.Namespace, Name: naming.ServiceName(ms.Name)}
-	switch err := r.getChild(ctx, skey, svc); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return nil, false, fmt.Errorf("get Service %s: %w", skey, err)
-	default:
-		switch own, err := r.claim(ctx, ms, svc); {
-		case err != nil:
+		obs.lwsConflict = conflict
+		ours, conflict, err = r.readChild(ctx, obs, "Service", types.NamespacedName{Namespace: ms.Namespace, Name: naming.ServiceName(ms.Name)}, svc, &stale)
+		if err != nil {
 			return nil, false, err
-		case own == childOurs:
-			obs.service = svc
-		case own == childStale:
-			stale = true
-		default:
-			obs.serviceConflict = true
-			obs.conflicts = append(obs.conflicts, nameConflict("Service", svc))
 		}
+		if ours {
+			obs.service = svc
+		}
+		obs.serviceConflict = conflict
+	}
+	// A serving with roles has a LeaderWorkerSet and a Service per role instead, with the same
+	// ownership rules each.
+	for _, name := range v1.RoleNames() {
+		if ms.Spec.Role(name) == nil {
+			continue
+		}
+		ro := observedRole{name: name}
+		lws, svc := &lwsv1.LeaderWorkerSet{}, &corev1.Service{}
+		ours, conflict, err := r.readChild(ctx, obs, "LeaderWorkerSet", types.NamespacedName{Namespace: ms.Namespace, Name: naming.RoleWorkloadName(ms.Name, name)}, lws, &stale)
+		if err != nil {
+			return nil, false, err
+		}
+		if ours {
+			ro.lws = lws
+		}
+		ro.lwsConflict = conflict
+		ours, conflict, err = r.readChild(ctx, obs, "Service", types.NamespacedName{Namespace: ms.Namespace, Name: naming.RoleServiceName(ms.Name, name)}, svc, &stale)
+		if err != nil {
+			return nil, false, err
+		}
+		if ours {
+			ro.service = svc
+		}
+		ro.serviceConflict = conflict
+		obs.roles = append(obs.roles, ro)
 	}
 
 	revs := &appsv1.ControllerRevisionList{}
@@ -255,6 +263,14 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 		return nil, false, fmt.Errorf("list pods of %s: %w", key, err)
 	}
 	obs.pods = pods.Items
+	for i := range obs.roles {
+		ro := &obs.roles[i]
+		for _, p := range pods.Items {
+			if p.Labels[naming.LabelRole] == string(ro.name) {
+				ro.pods = append(ro.pods, p)
+			}
+		}
+	}
 
 	events := &corev1.EventList{}
 	if err := r.Client.List(ctx, events, client.InNamespace(ms.Namespace)); err != nil {
@@ -262,7 +278,19 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	}
 	for _, e := range events.Items {
 		io := e.InvolvedObject
-		if e.Reason != status.EventFailedCreate || naming.ServingOfWorkload(io.Kind, io.Name) != ms.Name {
+		if e.Reason != status.EventFailedCreate {
+			continue
+		}
+		if serving, role := naming.RoleOfWorkload(io.Kind, io.Name); serving == ms.Name {
+			for i := range obs.roles {
+				ro := &obs.roles[i]
+				if ro.name == role && !(io.Kind == "LeaderWorkerSet" && (ro.lws == nil || (io.UID != "" && io.UID != ro.lws.UID))) {
+					ro.events = append(ro.events, e)
+				}
+			}
+			continue
+		}
+		if naming.ServingOfWorkload(io.Kind, io.Name) != ms.Name {
 			continue
 		}
 		if io.Kind == "LeaderWorkerSet" && (obs.lws == nil || (io.UID != "" && io.UID != obs.lws.UID)) {
@@ -271,6 +299,30 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 		obs.events = append(obs.events, e)
 	}
 	return obs, stale, nil
+}
+
+// readChild reads the child named key into obj and decides whose it is: ours (obj holds it), an
+// earlier serving's (deleted, and *stale set while it goes), or an object that is not ours, whose
+// name conflict is recorded in obs.conflicts.
+func (r *Reconciler) readChild(ctx context.Context, obs *observed, kind string, key types.NamespacedName, obj client.Object, stale *bool) (ours, conflict bool, err error) {
+	switch err := r.getChild(ctx, key, obj); {
+	case apierrors.IsNotFound(err):
+		return false, false, nil
+	case err != nil:
+		return false, false, fmt.Errorf("get %s %s: %w", kind, key, err)
+	}
+	switch own, err := r.claim(ctx, obs.serving, obj); {
+	case err != nil:
+		return false, false, err
+	case own == childOurs:
+		return true, false, nil
+	case own == childStale:
+		*stale = true
+		return false, false, nil
+	default:
+		obs.conflicts = append(obs.conflicts, nameConflict(kind, obj))
+		return false, true, nil
+	}
 }
 
 // getChild reads a child from the children cache and, when the cache does not hold it, from the
@@ -375,13 +427,26 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 		}
 	}
 	if in.lws != nil {
-		if err := r.applyLWS(ctx, obs, in.lws); err != nil {
+		if err := r.applyLWS(ctx, obs.lws, in.lws); err != nil {
 			return err
 		}
 	}
 	if in.service != nil {
-		if err := r.applyService(ctx, obs, in.service); err != nil {
+		if err := r.applyService(ctx, obs.service, in.service); err != nil {
 			return err
+		}
+	}
+	for _, ri := range in.roles {
+		seen := obs.role(ri.name)
+		if ri.lws != nil {
+			if err := r.applyLWS(ctx, seen.lws, ri.lws); err != nil {
+				return err
+			}
+		}
+		if ri.service != nil {
+			if err := r.applyService(ctx, seen.service, ri.service); err != nil {
+				return err
+			}
 		}
 	}
 	for _, rev := range in.prune {
@@ -392,17 +457,31 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 	return nil
 }
 
-// childKey names a child in the applied bookkeeping: its kind and its serving.
+// childKey names a child in the applied bookkeeping: its kind and its name.
 type childKey struct {
-	kind    string
-	serving types.NamespacedName
+	kind string
+	name types.NamespacedName
 }
 
-func (r *Reconciler) applyLWS(ctx context.Context, obs *observed, desired *lwsac.LeaderWorkerSetApplyConfiguration) error {
+// forgetChildren drops the applied bookkeeping of a serving that is gone: its own children and
+// its roles'.
+func (r *Reconciler) forgetChildren(key types.NamespacedName) {
+	names := []string{key.Name}
+	for _, role := range v1.RoleNames() {
+		names = append(names, naming.RoleWorkloadName(key.Name, role))
+	}
+	for _, n := range names {
+		r.applied.Delete(childKey{"LeaderWorkerSet", types.NamespacedName{Namespace: key.Namespace, Name: n}})
+		r.applied.Delete(childKey{"Service", types.NamespacedName{Namespace: key.Namespace, Name: naming.ServiceName(n)}})
+	}
+}
+
+// applyLWS applies a desired LeaderWorkerSet over the live one (nil when there is none).
+func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, desired *lwsac.LeaderWorkerSetApplyConfiguration) error {
 	hash := IntentHash(desired)
-	key := types.NamespacedName{Namespace: obs.serving.Namespace, Name: obs.serving.Name}
+	key := types.NamespacedName{Namespace: ptr.Deref(desired.Namespace, ""), Name: ptr.Deref(desired.Name, "")}
 	ck := childKey{"LeaderWorkerSet", key}
-	if live := obs.lws; live != nil && live.Annotations[AnnotationAppliedHash] == hash {
+	if live != nil && live.Annotations[AnnotationAppliedHash] == hash {
 		// Skip only what we know we made: the generation our last apply returned. Status writes
 		// (LWS's own) do not move the generation; spec edits by anyone else do.
 		if gen, known := r.applied.Load(ck); known && gen.(int64) == live.Generation {
@@ -417,17 +496,18 @@ func (r *Reconciler) applyLWS(ctx context.Context, obs *observed, desired *lwsac
 	return nil
 }
 
-func (r *Reconciler) applyService(ctx context.Context, obs *observed, desired *corev1ac.ServiceApplyConfiguration) error {
+// applyService applies a desired Service over the live one (nil when there is none).
+func (r *Reconciler) applyService(ctx context.Context, live *corev1.Service, desired *corev1ac.ServiceApplyConfiguration) error {
 	hash := IntentHash(desired)
-	ck := childKey{"Service", types.NamespacedName{Namespace: obs.serving.Namespace, Name: obs.serving.Name}}
-	if live := obs.service; live != nil && live.Annotations[AnnotationAppliedHash] == hash {
+	key := types.NamespacedName{Namespace: ptr.Deref(desired.Namespace, ""), Name: ptr.Deref(desired.Name, "")}
+	ck := childKey{"Service", key}
+	if live != nil && live.Annotations[AnnotationAppliedHash] == hash {
 		// A Service has no generation: skip only at the resourceVersion our last apply returned.
 		if rv, known := r.applied.Load(ck); known && rv.(string) == live.ResourceVersion {
 			return nil
 		}
 	}
 	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})
-	key := types.NamespacedName{Namespace: obs.serving.Namespace, Name: naming.ServiceName(obs.serving.Name)}
 	if err := r.apply(ctx, desired, "Service", key); err != nil {
 		return err
 	}
@@ -464,9 +544,12 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 	case actErr != nil:
 		problems = append([]status.Problem{actProblem(actErr)}, problems...)
 	}
-	input := status.InputOf(status.Observed{Serving: ms, LWS: obs.lws, Pods: obs.pods, Events: obs.events}, now).
-		WithRevisions(in.updateRev, in.plan.TemplateRevision)
-	input.SpecError, input.Problems = specErr, problems
+	seen := status.Observed{Serving: ms, LWS: obs.lws, Pods: obs.pods, Events: obs.events}
+	for _, ro := range obs.roles {
+		seen.Roles = append(seen.Roles, status.RoleInput{Name: ro.name, LWS: ro.lws, Pods: ro.pods, Events: ro.events})
+	}
+	input := status.InputOf(seen, now).WithRevisions(in.updateRev, in.plan.TemplateRevision)
+	input.SpecError, input.Problems, input.Plan = specErr, problems, statusPlan(in.rolePlan)
 	sum := status.Summarize(input)
 	next := NextStatus(ms, sum, in.updateRev, now)
 	if specErr != nil || actErr != nil {
@@ -524,6 +607,14 @@ func NextStatus(ms *v1.ModelServing, sum status.Summary, updateRev string, now t
 	}
 	next.Endpoint = naming.Endpoint(ms)
 	next.Groups = groupStatuses(sum, updateRev)
+	next.Roles = nil
+	for _, rs := range sum.Roles {
+		next.Roles = append(next.Roles, v1.RoleStatus{
+			Name: rs.Role, Replicas: rs.Replicas, ReadyReplicas: rs.Ready, UpdatedReplicas: rs.Updated,
+			ReadyGroups: fmt.Sprintf("%d/%d", rs.Ready, rs.Desired), Groups: groupStatuses(rs, updateRev),
+			Endpoint: naming.RoleEndpoint(ms, rs.Role),
+		})
+	}
 	return next
 }
 
@@ -604,6 +695,11 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 		&lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: naming.ServiceName(ms.Name)}},
 	}
+	for _, role := range ms.Spec.Roles {
+		children = append(children,
+			&lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: naming.RoleWorkloadName(ms.Name, role.Name)}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: naming.RoleServiceName(ms.Name, role.Name)}})
+	}
 	// Read from the API server, not a cache: the finalizer goes only when nothing is left.
 	revs := &appsv1.ControllerRevisionList{}
 	if err := r.live().List(ctx, revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
@@ -641,6 +737,15 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	return ctrl.Result{}, nil
 }
 
+// servingOfChild is the serving a child's base name (<serving>, or <serving>-<role> for a role's
+// children) belongs to. A serving's name cannot end in -prefill or -decode, so the two never mix.
+func servingOfChild(base string) string {
+	if serving, _ := naming.RoleOfWorkload("LeaderWorkerSet", base); serving != "" {
+		return serving
+	}
+	return base
+}
+
 func lwsTemplateRevision(lws *lwsv1.LeaderWorkerSet) string { return status.TemplateRevision(lws) }
 
 func ptrOr(p *int32, def int32) int32 {
@@ -670,7 +775,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if !ok {
 			return nil
 		}
-		name := naming.ServingOfWorkload(e.InvolvedObject.Kind, e.InvolvedObject.Name)
+		name := servingOfChild(naming.ServingOfWorkload(e.InvolvedObject.Kind, e.InvolvedObject.Name))
 		if name == "" {
 			return nil
 		}
@@ -681,7 +786,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// (every LWS, with embedded LWS); otherwise the serving looks again every conflictRecheck.
 	byName := func(serving func(string) string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name := serving(o.GetName())
+			name := servingOfChild(serving(o.GetName()))
 			if name == "" {
 				return nil
 			}

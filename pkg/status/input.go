@@ -19,6 +19,8 @@ type Observed struct {
 	LWS     *lwsv1.LeaderWorkerSet
 	Pods    []corev1.Pod
 	Events  []corev1.Event
+	// Roles are the LWS, pods and events of each role of a serving with spec.roles.
+	Roles []RoleInput
 }
 
 // InputOf is the summary's input for what a caller observed at now. The update revision is the
@@ -26,7 +28,7 @@ type Observed struct {
 // revision the one the LeaderWorkerSet carries (the update revision when no LWS was read). The
 // operator, which knows both before its status says so, overrides them with WithRevisions.
 func InputOf(o Observed, now time.Time) Input {
-	in := Input{Serving: o.Serving, LWS: o.LWS, Pods: o.Pods, Events: o.Events, Now: now}
+	in := Input{Serving: o.Serving, LWS: o.LWS, Pods: o.Pods, Events: o.Events, Roles: o.Roles, Now: now}
 	in.UpdateRevision = o.Serving.Status.UpdateRevision
 	in.TemplateRevision = TemplateRevision(o.LWS)
 	if in.TemplateRevision == "" {

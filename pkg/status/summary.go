@@ -33,7 +33,13 @@ type Input struct {
 	// Events are the recent events of the serving's LeaderWorkerSet and StatefulSets: a fresh
 	// FailedCreate while groups miss pods becomes the Degraded condition.
 	Events []corev1.Event
-	Now    time.Time
+	// Roles are what was observed of each role of a serving with spec.roles (its LWS, pods and
+	// events); the LWS, Pods and Events above are then unused. Nil without roles.
+	Roles []RoleInput
+	// Plan is the lockstep planner's decision for a serving with roles, when the caller planned
+	// (the operator does); the zero value otherwise.
+	Plan RolePlan
+	Now  time.Time
 }
 
 // Summary is the state of a serving, as every view shows it.
@@ -57,9 +63,14 @@ type Summary struct {
 	// spec that cannot be served). The operator looks again then, and at no other time.
 	DeadlineAt time.Time
 	Phase      v1.Phase
-	Available  metav1.Condition
-	Progress   metav1.Condition
-	Degraded   metav1.Condition
+	// Role is the role this summary is of, in Roles; "" for a serving's.
+	Role v1.RoleName
+	// Roles are the summaries of each role of a serving with spec.roles, in v1.RoleNames order;
+	// the counts above are their sums and Groups is empty (each role numbers its own groups).
+	Roles     []Summary
+	Available metav1.Condition
+	Progress  metav1.Condition
+	Degraded  metav1.Condition
 }
 
 // Conditions are the three conditions, in a stable order.
@@ -70,6 +81,9 @@ func (s Summary) Conditions() []metav1.Condition {
 // Summarize computes the summary of a serving from what the operator (or a view) observed.
 func Summarize(in Input) Summary {
 	ms := in.Serving
+	if len(ms.Spec.Roles) > 0 {
+		return summarizeRoles(in)
+	}
 	spec := ms.Spec
 	desired := ptrOr(spec.Replicas, 1)
 	size := int(spec.GroupSize)
@@ -111,6 +125,19 @@ func Summarize(in Input) Summary {
 	prev := ms.Status
 	s.Progressed = prev.UpdateRevision != in.UpdateRevision || prev.Replicas != s.Replicas ||
 		prev.ReadyReplicas != s.Ready || prev.UpdatedReplicas != s.Updated
+	deadline, stalled := s.progressDeadline(in, paused)
+
+	s.Available = availableCondition(s)
+	s.Degraded = degradedCondition(s, in)
+	s.Progress = progressingCondition(s, in, paused, canaryHeld, stalled, deadline, partition)
+	s.Phase = phase(s, in)
+	return s
+}
+
+// progressDeadline is the serving's progress deadline and whether it passed without progress;
+// it sets DeadlineAt when something is waited for (s.Done and s.Progressed are already set).
+func (s *Summary) progressDeadline(in Input, paused bool) (time.Duration, bool) {
+	spec, prev := in.Serving.Spec, in.Serving.Status
 	deadline := 30 * time.Minute
 	if spec.Rollout.ProgressDeadline != nil {
 		deadline = spec.Rollout.ProgressDeadline.Duration
@@ -124,12 +151,7 @@ func Summarize(in Input) Summary {
 		}
 		s.DeadlineAt = last.Add(deadline)
 	}
-
-	s.Available = availableCondition(s)
-	s.Degraded = degradedCondition(s, in)
-	s.Progress = progressingCondition(s, in, paused, canaryHeld, stalled, deadline, partition)
-	s.Phase = phase(s, in)
-	return s
+	return deadline, stalled
 }
 
 // ResolveMaxUnavailable turns spec.rollout.maxUnavailable into groups, rounding down like LWS, and

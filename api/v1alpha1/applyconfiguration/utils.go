@@ -42,6 +42,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.RoleRolloutSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RoleSpec"):
 		return &apiv1alpha1.RoleSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RoleStatus"):
+		return &apiv1alpha1.RoleStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RolloutSpec"):
 		return &apiv1alpha1.RolloutSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SchedulingSpec"):

@@ -201,6 +201,14 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: restartID
       type:
         scalar: string
+    - name: roles
+      type:
+        list:
+          elementType:
+            namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleStatus
+          elementRelationship: associative
+          keys:
+          - name
     - name: selector
       type:
         scalar: string
@@ -291,6 +299,35 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: scheduling
       type:
         namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.SchedulingSpec
+- name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleStatus
+  map:
+    fields:
+    - name: endpoint
+      type:
+        scalar: string
+    - name: groups
+      type:
+        list:
+          elementType:
+            namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.GroupStatus
+          elementRelationship: associative
+          keys:
+          - index
+    - name: name
+      type:
+        namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleName
+    - name: readyGroups
+      type:
+        scalar: string
+    - name: readyReplicas
+      type:
+        scalar: numeric
+    - name: replicas
+      type:
+        scalar: numeric
+    - name: updatedReplicas
+      type:
+        scalar: numeric
 - name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RolloutSpec
   map:
     fields:

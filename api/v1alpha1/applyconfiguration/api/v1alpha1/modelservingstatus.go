@@ -48,8 +48,12 @@ type ModelServingStatusApplyConfiguration struct {
 	RestartID *string `json:"restartID,omitempty"`
 	// Groups is the readiness of each group, lowest index first, at most MaxStatusGroups entries.
 	Groups []GroupStatusApplyConfiguration `json:"groups,omitempty"`
-	// Endpoint is the in-cluster address of the leaders: <service>.<namespace>.svc:<port>.
+	// Endpoint is the in-cluster address of the leaders: <service>.<namespace>.svc:<port>. With
+	// spec.roles it is the decode role's Service; each role's is in status.roles.
 	Endpoint *string `json:"endpoint,omitempty"`
+	// Roles is the state of each role of a serving with spec.roles, in spec.roles's order of
+	// names (prefill, decode); empty without roles. The counts above are their sums.
+	Roles []RoleStatusApplyConfiguration `json:"roles,omitempty"`
 }
 
 // ModelServingStatusApplyConfiguration constructs a declarative configuration of the ModelServingStatus type for use with
@@ -185,5 +189,18 @@ func (b *ModelServingStatusApplyConfiguration) WithGroups(values ...*GroupStatus
 // If called multiple times, the Endpoint field is set to the value of the last call.
 func (b *ModelServingStatusApplyConfiguration) WithEndpoint(value string) *ModelServingStatusApplyConfiguration {
 	b.Endpoint = &value
+	return b
+}
+
+// WithRoles adds the given value to the Roles field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Roles field.
+func (b *ModelServingStatusApplyConfiguration) WithRoles(values ...*RoleStatusApplyConfiguration) *ModelServingStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithRoles")
+		}
+		b.Roles = append(b.Roles, *values[i])
+	}
 	return b
 }

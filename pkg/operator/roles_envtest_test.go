@@ -1,0 +1,237 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
+)
+
+// pdServing is a serving of 2 prefill and 6 decode groups of 2 pods.
+func pdServing(ns, name string) *v1.ModelServing {
+	ms := serving(ns, name)
+	ms.Spec.Replicas = ptr.To[int32](1)
+	ms.Spec.Roles = []v1.RoleSpec{
+		{Name: v1.RolePrefill, Replicas: ptr.To[int32](2), GroupSize: ptr.To[int32](2)},
+		{Name: v1.RoleDecode, Replicas: ptr.To[int32](6), GroupSize: ptr.To[int32](2)},
+	}
+	return ms
+}
+
+// createRolePods creates the ready pods of groups [0, groups) of a role on revision rev, as LWS
+// would (envtest has no LWS controller).
+func createRolePods(t *testing.T, ns, serving string, role v1.RoleName, groups int, rev string) {
+	t.Helper()
+	ctx := context.Background()
+	lws := naming.RoleWorkloadName(serving, role)
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	for g := range groups {
+		for w := range 2 {
+			name := fmt.Sprintf("%s-%d", lws, g)
+			if w > 0 {
+				name += fmt.Sprintf("-%d", w)
+			}
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+					v1.LabelName: serving, naming.LabelRole: string(role), v1.LabelRevision: rev, lwsv1.SetNameLabelKey: lws,
+					lwsv1.GroupIndexLabelKey: fmt.Sprint(g), lwsv1.WorkerIndexLabelKey: fmt.Sprint(w),
+				}},
+				Spec: corev1.PodSpec{NodeName: "gpu-node-0", Containers: []corev1.Container{{Name: "engine", Image: "x"}}},
+			}
+			if err := env.Client.Create(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			}}
+			if err := env.Client.Status().Update(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// roleShape is a role LWS's replicas, partition and template revision.
+func roleShape(lws *lwsv1.LeaderWorkerSet) string {
+	ru := lws.Spec.RolloutStrategy.RollingUpdateConfiguration
+	if ru == nil {
+		return "no rolling update configuration"
+	}
+	return fmt.Sprintf("replicas %d partition %d maxSurge %s maxUnavailable %s revision %s", ptr.Deref(lws.Spec.Replicas, -1),
+		ptr.Deref(ru.Partition, -1), ru.MaxSurge.String(), ru.MaxUnavailable.String(), revisionLabel(lws))
+}
+
+func waitRoleShapes(t *testing.T, ns, what, prefill, decode string) {
+	t.Helper()
+	var got [2]string
+	testenv.Eventually(t, 20*time.Second, what, func() (bool, error) {
+		for i, role := range v1.RoleNames() {
+			lws, err := getLWS(context.Background(), ns, naming.RoleWorkloadName("qwen", role))
+			if err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			got[i] = roleShape(lws)
+		}
+		return got[0] == prefill && got[1] == decode, nil
+	})
+}
+
+func revisionsOf(t *testing.T, ns string) []appsv1.ControllerRevision {
+	t.Helper()
+	revs := &appsv1.ControllerRevisionList{}
+	if err := env.Client.List(context.Background(), revs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return revs.Items
+}
+
+func TestRolesRunAsOneLWSAndServicePerRoleMovedByThePlanner(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ms := pdServing(ns, "qwen")
+	if err := env.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	first := waitServing(t, ns, "qwen", "the first status", func(ms *v1.ModelServing) bool {
+		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision != "" && len(ms.Status.Roles) == 2
+	})
+	r1 := first.Status.UpdateRevision
+	waitRoleShapes(t, ns, "every role's LWS with all its groups",
+		"replicas 2 partition 0 maxSurge 0 maxUnavailable 2 revision "+r1, "replicas 6 partition 0 maxSurge 0 maxUnavailable 6 revision "+r1)
+	if _, err := getLWS(ctx, ns, "qwen"); !apierrors.IsNotFound(err) {
+		t.Errorf("a serving with roles has a LeaderWorkerSet of its own name (err %v)", err)
+	}
+	for _, role := range v1.RoleNames() {
+		lws, err := getLWS(ctx, ns, naming.RoleWorkloadName("qwen", role))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref := metav1.GetControllerOf(lws); ref == nil || ref.UID != ms.UID || lws.Labels[v1.LabelName] != "qwen" || lws.Labels[naming.LabelRole] != string(role) {
+			t.Errorf("LWS %s: owner %+v labels %v", lws.Name, ref, lws.Labels)
+		}
+		svc := &corev1.Service{}
+		key := types.NamespacedName{Namespace: ns, Name: naming.RoleServiceName("qwen", role)}
+		testenv.Eventually(t, 10*time.Second, "Service "+key.Name, func() (bool, error) {
+			err := env.Client.Get(ctx, key, svc)
+			return err == nil, client.IgnoreNotFound(err)
+		})
+		if svc.Spec.Selector[naming.LabelRole] != string(role) || svc.Spec.Selector[lwsv1.WorkerIndexLabelKey] != "0" {
+			t.Errorf("Service %s selects %v, want the role's leaders", svc.Name, svc.Spec.Selector)
+		}
+	}
+	if revs := revisionsOf(t, ns); len(revs) != 1 || revs[0].Name != r1 {
+		t.Errorf("revisions %d, want the one revision %s of the topology", len(revs), r1)
+	}
+	if first.Status.Endpoint != "qwen-decode-api."+ns+".svc:8000" || first.Status.Roles[0].Name != v1.RolePrefill ||
+		first.Status.Roles[0].Endpoint != "qwen-prefill-api."+ns+".svc:8000" || first.Status.Roles[1].ReadyGroups != "0/6" {
+		t.Errorf("status endpoint %s, roles %+v", first.Status.Endpoint, first.Status.Roles)
+	}
+
+	// Every group ready on r1, as LWS would make them.
+	createRolePods(t, ns, "qwen", v1.RolePrefill, 2, r1)
+	createRolePods(t, ns, "qwen", v1.RoleDecode, 6, r1)
+	ready := waitServing(t, ns, "qwen", "every role ready", func(ms *v1.ModelServing) bool {
+		return len(ms.Status.Roles) == 2 && ms.Status.Roles[0].ReadyGroups == "2/2" && ms.Status.Roles[1].ReadyGroups == "6/6"
+	})
+	if c := meta.FindStatusCondition(ready.Status.Conditions, v1.ConditionAvailable); c == nil || c.Status != metav1.ConditionTrue ||
+		ready.Status.ReadyGroups != "8/8" || len(ready.Status.Roles[1].Groups) != 6 {
+		t.Errorf("Available %+v, readyGroups %s, decode groups %d", c, ready.Status.ReadyGroups, len(ready.Status.Roles[1].Groups))
+	}
+
+	// A new image, paused: one new revision; every role holds (partition = replicas).
+	updateServing(t, ns, "qwen", func(ms *v1.ModelServing) {
+		ms.Spec.Engine.Image = "vllm/vllm-openai:v2"
+		ms.Spec.Rollout.Paused = true
+	})
+	paused := waitServing(t, ns, "qwen", "the paused rollout", func(ms *v1.ModelServing) bool {
+		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
+		return ms.Status.UpdateRevision != r1 && c != nil && c.Reason == v1.ReasonRolloutPaused
+	})
+	r2 := paused.Status.UpdateRevision
+	waitRoleShapes(t, ns, "every role held by the pause",
+		"replicas 2 partition 2 maxSurge 0 maxUnavailable 2 revision "+r2, "replicas 6 partition 6 maxSurge 0 maxUnavailable 6 revision "+r2)
+	if revs := revisionsOf(t, ns); len(revs) != 2 {
+		t.Errorf("revisions %d, want 2: one per spec change, whatever the roles", len(revs))
+	}
+
+	// Resumed: step 1 of 6, one group of each role (the highest index).
+	updateServing(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Rollout.Paused = false })
+	waitRoleShapes(t, ns, "step 1 of the rollout",
+		"replicas 2 partition 1 maxSurge 0 maxUnavailable 2 revision "+r2, "replicas 6 partition 5 maxSurge 0 maxUnavailable 6 revision "+r2)
+	rolling := waitServing(t, ns, "qwen", "RollingOut at step 1", func(ms *v1.ModelServing) bool {
+		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
+		return c != nil && c.Reason == v1.ReasonRollingOut
+	})
+	if c := meta.FindStatusCondition(rolling.Status.Conditions, v1.ConditionProgressing); !strings.Contains(c.Message, "step 1 of 6") {
+		t.Errorf("Progressing %q, want the planner's step", c.Message)
+	}
+
+	// Deleting the serving deletes every role's children first.
+	if err := env.Client.Delete(ctx, rolling); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, "the serving and its role children to go", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(ms), &v1.ModelServing{})
+		if !apierrors.IsNotFound(err) {
+			return false, client.IgnoreNotFound(err)
+		}
+		for _, role := range v1.RoleNames() {
+			if _, err := getLWS(ctx, ns, naming.RoleWorkloadName("qwen", role)); !apierrors.IsNotFound(err) {
+				return false, client.IgnoreNotFound(err)
+			}
+			err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.RoleServiceName("qwen", role)}, &corev1.Service{})
+			if !apierrors.IsNotFound(err) {
+				return false, client.IgnoreNotFound(err)
+			}
+		}
+		return true, nil
+	})
+}
+
+func TestARoleChildThatIsNotOursIsLeftAloneAndReported(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	mine := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: naming.RoleServiceName("qwen", v1.RolePrefill), Namespace: ns},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "mine"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if err := env.Client.Create(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, pdServing(ns, "qwen")); err != nil {
+		t.Fatal(err)
+	}
+	got := waitServing(t, ns, "qwen", "Degraded/NameConflict", func(ms *v1.ModelServing) bool {
+		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionDegraded)
+		return c != nil && c.Reason == v1.ReasonNameConflict
+	})
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDegraded); !strings.Contains(c.Message, "Service qwen-prefill-api") {
+		t.Errorf("Degraded %q does not name the Service", c.Message)
+	}
+	// Only that child is held back: both LWSs and the decode Service are made.
+	for _, name := range []string{"qwen-prefill", "qwen-decode"} {
+		waitLWS(t, ns, name, func(*lwsv1.LeaderWorkerSet) bool { return true })
+	}
+	testenv.Eventually(t, 10*time.Second, "the decode Service", func() (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen-decode-api"}, &corev1.Service{})
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	after := &corev1.Service{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mine), after); err != nil || after.ResourceVersion != mine.ResourceVersion {
+		t.Errorf("the user's Service was touched (err %v, resourceVersion %s -> %s)", err, mine.ResourceVersion, after.ResourceVersion)
+	}
+}

@@ -1,0 +1,293 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
+	"github.com/kubectl-llm/kubectl-llm/pkg/roleplan"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
+)
+
+// newPDServing is a serving of prefill and decode groups of size pods, one GPU each.
+func newPDServing(ns, name string, prefill, decode, size int32) *v1.ModelServing {
+	ms := newServing(ns, name, 1, size, 1)
+	ms.Spec.Roles = []v1.RoleSpec{
+		{Name: v1.RolePrefill, Replicas: ptr.To(prefill), GroupSize: ptr.To(size)},
+		{Name: v1.RoleDecode, Replicas: ptr.To(decode), GroupSize: ptr.To(size)},
+	}
+	return ms
+}
+
+// ratioWatch checks, on every event of the serving's pods, that the roles' updated-and-ready
+// shares are within one planned step of each other (roleplan.InStep) for the revision rev.
+type ratioWatch struct {
+	mu         sync.Mutex
+	events     int
+	violations []string
+	// most is the highest count of ready groups on rev seen per role, to show the rollout moved;
+	// least the lowest count of ready groups on any revision, what the role served throughout.
+	most, least map[v1.RoleName]int32
+	stop        chan struct{}
+}
+
+func watchRatio(t *testing.T, ms *v1.ModelServing, rev string) *ratioWatch {
+	t.Helper()
+	w := &ratioWatch{stop: make(chan struct{}), most: map[v1.RoleName]int32{}, least: map[v1.RoleName]int32{}}
+	inf := podInformer(t, ms.Namespace, ms.Name)
+	roles, err := roleplan.RolesOf(ms.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(any) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.events++
+		var all []corev1.Pod
+		for _, o := range inf.GetStore().List() {
+			all = append(all, *o.(*corev1.Pod))
+		}
+		in := roleplan.Input{Roles: append([]roleplan.Role(nil), roles...)}
+		var shape []string
+		for i := range in.Roles {
+			r := &in.Roles[i]
+			var mine []corev1.Pod
+			for _, p := range all {
+				if p.Labels[naming.LabelRole] == string(r.Name) {
+					mine = append(mine, p)
+				}
+			}
+			readyAny := int32(0)
+			spec, _ := ms.Spec.ForRole(r.Name)
+			for _, g := range status.BuildGroups(mine, 0, int(spec.GroupSize), time.Now()) {
+				if g.Ready() {
+					readyAny++
+				}
+				switch {
+				case g.Updated(rev, "") && g.Ready():
+					r.Updated++
+					r.ReadyUpdated++
+				case g.Updated(rev, ""):
+					r.Updated++
+				default:
+					r.Old++
+				}
+			}
+			w.most[r.Name] = max(w.most[r.Name], r.ReadyUpdated)
+			if l, ok := w.least[r.Name]; !ok || readyAny < l {
+				w.least[r.Name] = readyAny
+			}
+			shape = append(shape, fmt.Sprintf("%s %d/%d ready new", r.Name, r.ReadyUpdated, r.Desired))
+		}
+		if !roleplan.InStep(in) {
+			w.violations = append(w.violations, fmt.Sprintf("event %d: %s", w.events, strings.Join(shape, ", ")))
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: check, UpdateFunc: func(_, o any) { check(o) }, DeleteFunc: check,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	go inf.Run(w.stop)
+	if !toolscache.WaitForCacheSync(w.stop, inf.HasSynced) {
+		t.Fatal("the pod informer did not sync")
+	}
+	t.Cleanup(func() { close(w.stop) })
+	return w
+}
+
+// rolePods are the live pods of one role of a serving, by name.
+func rolePods(t *testing.T, ns, name string, role v1.RoleName) map[string]types.UID {
+	t.Helper()
+	list := &corev1.PodList{}
+	if err := kc.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name, naming.LabelRole: string(role)}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]types.UID{}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Name] = p.UID
+		}
+	}
+	return out
+}
+
+// A 2 prefill : 6 decode serving (groups of 2 pods, 1 GPU each) becomes Ready; a new image rolls
+// out with the roles' ratio kept on every pod event, and never fewer ready groups of a role than
+// its maxUnavailable allows (with surge: new capacity before old goes); a worker lost in a
+// prefill group recreates that group alone.
+func TestRolesPrefillDecodeRolloutKeepsTheRatio(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		maxSurge, unavailable int32
+	}{
+		{"maxSurge 0, maxUnavailable 1", 0, 1},
+		{"maxSurge 1, maxUnavailable 0", 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) { rolesRollout(t, intstr.FromInt32(tc.maxSurge), intstr.FromInt32(tc.unavailable)) })
+	}
+	t.Run("a GPU shortage in prefill holds decode", rolesShortage)
+}
+
+// rolesShortage: prefill groups are one pod of 8 GPUs (a whole node) in zone a, whose two nodes
+// they fill; decode groups two pods of one GPU in zone b, which has room for more. With maxSurge 1
+// the decode surge group fits and the prefill one cannot: decode must wait at step 1 instead of
+// running ahead, and the status must say which role holds it.
+func rolesShortage(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ms := newPDServing(ns, "qwen", 2, 6, 2)
+	surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
+	ms.Spec.Rollout.MaxSurge, ms.Spec.Rollout.MaxUnavailable = &surge, &unavailable
+	ms.Spec.Roles[0].GroupSize, ms.Spec.Roles[0].Resources.GPUs = ptr.To[int32](1), ptr.To[int32](8)
+	ms.Spec.Roles[0].Scheduling.NodeSelector = map[string]string{"topology.kubernetes.io/zone": "sim-region-1a"}
+	ms.Spec.Roles[1].Scheduling.NodeSelector = map[string]string{"topology.kubernetes.io/zone": "sim-region-1b"}
+	if err := kc.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("2 prefill groups (8 GPUs) + 6 decode groups Ready in %s", waitReady(t, ns, "qwen", settle))
+	next := getServing(t, ns, "qwen").DeepCopy()
+	next.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1"
+	spec, err := revision.SpecOf(next.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratio := watchRatio(t, next, revision.Name("qwen", spec))
+	update(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1" })
+	var held *v1.ModelServing
+	took := testenv.Eventually(t, settle, "prefill's surge group short of GPUs, named in the status", func() (bool, error) {
+		held = getServing(t, ns, "qwen")
+		d := meta.FindStatusCondition(held.Status.Conditions, v1.ConditionDegraded)
+		ratio.mu.Lock()
+		decodeNew := ratio.most[v1.RoleDecode]
+		ratio.mu.Unlock()
+		return d != nil && d.Reason == v1.ReasonInsufficientGPU && strings.HasPrefix(d.Message, "prefill: ") && decodeNew == 1,
+			fmt.Errorf("Degraded %+v, decode %d ready new groups", d, decodeNew)
+	})
+	t.Logf("prefill short of GPUs and decode's step-1 group ready %s after the change", took)
+	time.Sleep(10 * time.Second) // long enough for decode to run ahead, were it let
+	held = getServing(t, ns, "qwen")
+	p := meta.FindStatusCondition(held.Status.Conditions, v1.ConditionProgressing)
+	if d := meta.FindStatusCondition(held.Status.Conditions, v1.ConditionDegraded); d != nil && p != nil {
+		t.Logf("Degraded %s: %s", d.Reason, d.Message)
+		t.Logf("Progressing %s: %s", p.Reason, p.Message)
+	}
+	if p == nil || !strings.Contains(p.Message, "waiting for prefill: 0 of 1 new groups ready") {
+		t.Errorf("Progressing %+v: want it to say prefill holds the rollout", p)
+	}
+	for role, want := range map[v1.RoleName]string{v1.RolePrefill: "replicas 3 partition 2", v1.RoleDecode: "replicas 7 partition 6"} {
+		lws := &lwsv1.LeaderWorkerSet{}
+		if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.RoleWorkloadName("qwen", role)}, lws); err != nil {
+			t.Fatal(err)
+		}
+		got := fmt.Sprintf("replicas %d partition %d", ptr.Deref(lws.Spec.Replicas, -1), ptr.Deref(lws.Spec.RolloutStrategy.RollingUpdateConfiguration.Partition, -1))
+		if got != want {
+			t.Errorf("%s LWS %s, want %s (step 1: its surge group only)", role, got, want)
+		}
+	}
+	ratio.mu.Lock()
+	defer ratio.mu.Unlock()
+	if ratio.most[v1.RoleDecode] != 1 || len(ratio.violations) > 0 {
+		t.Errorf("decode reached %d ready new groups while prefill had none; %d events out of step", ratio.most[v1.RoleDecode], len(ratio.violations))
+	}
+	t.Logf("held for 10 s: decode %d ready new group, prefill %d; %d pod events checked", ratio.most[v1.RoleDecode], ratio.most[v1.RolePrefill], ratio.events)
+}
+
+func rolesRollout(t *testing.T, surge, unavailable intstr.IntOrString) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ms := newPDServing(ns, "qwen", 2, 6, 2)
+	ms.Spec.Rollout.MaxSurge, ms.Spec.Rollout.MaxUnavailable = &surge, &unavailable
+	if err := kc.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("2 prefill + 6 decode groups × 2 pods Ready in %s", waitReady(t, ns, "qwen", settle))
+	ready := getServing(t, ns, "qwen")
+	if len(ready.Status.Roles) != 2 || ready.Status.Roles[0].ReadyGroups != "2/2" || ready.Status.Roles[1].ReadyGroups != "6/6" || ready.Status.ReadyGroups != "8/8" {
+		t.Fatalf("status roles %+v, readyGroups %s", ready.Status.Roles, ready.Status.ReadyGroups)
+	}
+	if n := len(pods(t, ns, "qwen")); n != 16 {
+		t.Fatalf("%d pods, want 16", n)
+	}
+
+	// A new image: the revision it makes, watched on every pod event from before the change.
+	next := ready.DeepCopy()
+	next.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1"
+	spec, err := revision.SpecOf(next.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := revision.Name("qwen", spec)
+	ratio := watchRatio(t, next, rev)
+	update(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1" })
+	took := testenv.Eventually(t, 3*settle, "the rollout to complete", func() (bool, error) {
+		ms := getServing(t, ns, "qwen")
+		onRev := 0
+		for _, p := range live(pods(t, ns, "qwen")) {
+			if p.Revision == rev && p.Ready {
+				onRev++
+			}
+		}
+		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Phase == v1.PhaseReady && ms.Status.UpdateRevision == rev &&
+			ms.Status.CurrentRevision == rev && onRev == 16, fmt.Errorf("phase %s, %d of 16 pods ready on %s", ms.Status.Phase, onRev, rev)
+	})
+	ratio.mu.Lock()
+	events, violations, most, least := ratio.events, append([]string(nil), ratio.violations...), maps.Clone(ratio.most), maps.Clone(ratio.least)
+	ratio.mu.Unlock()
+	t.Logf("rollout of 2+6 groups completed in %s; the ratio was checked on %d pod events", took, events)
+	if most[v1.RolePrefill] < 2 || most[v1.RoleDecode] < 6 {
+		t.Errorf("the watch saw at most %v ready groups on the new revision, want 2 and 6 (or more, with surge): it missed the rollout", most)
+	}
+	t.Logf("fewest ready groups during the rollout: prefill %d of 2, decode %d of 6", least[v1.RolePrefill], least[v1.RoleDecode])
+	for role, desired := range map[v1.RoleName]int32{v1.RolePrefill: 2, v1.RoleDecode: 6} {
+		if floor := desired - int32(unavailable.IntValue()); least[role] < floor {
+			t.Errorf("%s had %d ready groups at one event, fewer than replicas - maxUnavailable = %d", role, least[role], floor)
+		}
+	}
+	if len(violations) > 0 {
+		t.Errorf("the roles' ready shares were more than one step apart on %d of %d events, first: %s", len(violations), events, violations[0])
+	}
+
+	// A worker lost in prefill group 0: that group alone is recreated.
+	prefillBefore, decodeBefore := rolePods(t, ns, "qwen", v1.RolePrefill), rolePods(t, ns, "qwen", v1.RoleDecode)
+	deletePod(t, ns, "qwen-prefill-0-1")
+	took = testenv.Eventually(t, settle, "prefill group 0 recreated and every group ready", func() (bool, error) {
+		now := rolePods(t, ns, "qwen", v1.RolePrefill)
+		for _, n := range []string{"qwen-prefill-0", "qwen-prefill-0-1"} {
+			if uid, ok := now[n]; !ok || uid == prefillBefore[n] {
+				return false, fmt.Errorf("%s not recreated yet", n)
+			}
+		}
+		ms := getServing(t, ns, "qwen")
+		return ms.Status.Phase == v1.PhaseReady && ms.Status.ReadyGroups == "8/8", fmt.Errorf("phase %s, %s ready", ms.Status.Phase, ms.Status.ReadyGroups)
+	})
+	t.Logf("prefill group 0 recreated and ready %s after its worker was deleted", took)
+	now := rolePods(t, ns, "qwen", v1.RolePrefill)
+	for _, n := range []string{"qwen-prefill-1", "qwen-prefill-1-1"} {
+		if now[n] != prefillBefore[n] {
+			t.Errorf("prefill pod %s was recreated; only group 0 should be", n)
+		}
+	}
+	for n, uid := range rolePods(t, ns, "qwen", v1.RoleDecode) {
+		if decodeBefore[n] != uid {
+			t.Errorf("decode pod %s was recreated by a prefill worker's loss", n)
+		}
+	}
+}
