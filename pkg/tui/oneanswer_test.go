@@ -55,4 +55,3 @@ func TestTheViewDecidesAsTheOperatorDoes(t *testing.T) {
 		})
 	}
 }
-
