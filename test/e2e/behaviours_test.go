@@ -386,46 +386,47 @@ func TestGroupsWithoutGPUsArePendingAndTheStatusSaysWhy(t *testing.T) {
 	if ps := live(pods(t, ns, "big")); readyGroups(ps, 2) != int(ms.Status.ReadyReplicas) {
 		t.Errorf("status says %d groups ready, the pods say %d", ms.Status.ReadyReplicas, readyGroups(ps, 2))
 	}
-	// No gang scheduling: where a group's leader is bound (holding its GPUs) while one of its
-	// workers waits, the status must say so; where no group is split, it must not.
+	// No gang scheduling: where a group is split (a pod bound, holding its GPUs, while another
+	// waits), the status must say so; where no group is split, it must not.
 	holding := leadersHoldingGPUs(t, ns, "big")
 	says := strings.Contains(c.Message, "hold GPUs while their other pods wait")
 	switch {
 	case len(holding) > 0 && !says:
-		t.Errorf("groups %v hold GPUs while their workers wait, and the status does not say so: %q", holding, c.Message)
+		t.Errorf("groups %v hold GPUs while their other pods wait, and the status does not say so: %q", holding, c.Message)
 	case len(holding) == 0 && says:
 		t.Errorf("no group is split, yet the status says leaders hold GPUs: %q", c.Message)
 	default:
-		t.Logf("groups whose leader holds GPUs while a worker waits: %v; status: %s", holding, c.Message)
+		t.Logf("split groups (a pod bound while another waits): %v; status: %s", holding, c.Message)
 	}
 	if rc := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing); rc != nil && rc.Reason == v1.ReasonRolloutComplete {
 		t.Errorf("Progressing claims %s while groups cannot be scheduled", rc.Reason)
 	}
 }
 
-// leadersHoldingGPUs are the groups whose leader is bound to a node while a worker is not.
+// leadersHoldingGPUs are the split groups: some pod bound to a node (holding its GPUs) while
+// another waits. Either way round: LWS creates the workers once the leader pod exists, bound or
+// not, so a group's workers may hold GPUs while its leader waits.
 func leadersHoldingGPUs(t *testing.T, ns, name string) []int {
 	t.Helper()
 	list := &corev1.PodList{}
 	if err := kc.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name}); err != nil {
 		t.Fatal(err)
 	}
-	leaderBound, workerWaiting := map[int]bool{}, map[int]bool{}
+	bound, waiting := map[int]bool{}, map[int]bool{}
 	for _, p := range list.Items {
 		info, ok := toInfo(p)
 		if !ok || info.Deleting {
 			continue
 		}
-		if info.Worker == 0 && p.Spec.NodeName != "" {
-			leaderBound[info.Group] = true
-		}
-		if info.Worker > 0 && p.Spec.NodeName == "" {
-			workerWaiting[info.Group] = true
+		if p.Spec.NodeName != "" {
+			bound[info.Group] = true
+		} else {
+			waiting[info.Group] = true
 		}
 	}
 	var out []int
-	for g := range leaderBound {
-		if workerWaiting[g] {
+	for g := range bound {
+		if waiting[g] {
 			out = append(out, g)
 		}
 	}
