@@ -80,7 +80,7 @@ func compute(obs *observed, in computeInput) intent {
 
 	lwsRev := ""
 	if obs.lws != nil {
-		lwsRev = lwsTemplateRevision(obs.lws)
+		lwsRev = status.TemplateRevision(obs.lws)
 	}
 	// Groups that still have pods, counted from their (bounded) LWS index labels: a pod that only
 	// carries our name label is not a group a Recreate must wait for.

@@ -746,8 +746,6 @@ func servingOfChild(base string) string {
 	return base
 }
 
-func lwsTemplateRevision(lws *lwsv1.LeaderWorkerSet) string { return status.TemplateRevision(lws) }
-
 func ptrOr(p *int32, def int32) int32 {
 	if p == nil {
 		return def

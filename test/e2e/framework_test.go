@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -88,18 +87,10 @@ func run(m *testing.M) (int, error) {
 	code := m.Run()
 	if code != 0 {
 		if log, err := os.ReadFile(op.logPath); err == nil {
-			fmt.Fprintf(os.Stderr, "---- operator log (last 60 lines) ----\n%s\n", tail(string(log), 60))
+			fmt.Fprintf(os.Stderr, "---- operator log (last 60 lines) ----\n%s\n", testenv.LastLines(string(log), 60))
 		}
 	}
 	return code, nil
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // installCRDs applies what `kubectl llm install --lws=embedded` applies but the Deployment (the

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -106,12 +105,12 @@ func run(m *testing.M) (int, error) {
 	}
 	defer func() { _ = op.Process.Signal(syscall.SIGTERM); _ = op.Wait() }()
 	if err := waitHTTP(fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), 60*time.Second); err != nil {
-		return 0, fmt.Errorf("operator: %w; log:\n%s", err, readTail(opLog, 30))
+		return 0, fmt.Errorf("operator: %w; log:\n%s", err, testenv.LastLinesOf(opLog, 30))
 	}
 	code := m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "---- operator log (last 40 lines) ----\n%s\n---- upstream LWS log (last 40 lines) ----\n%s\n",
-			readTail(opLog, 40), readTail(upstream.Log, 40))
+			testenv.LastLinesOf(opLog, 40), testenv.LastLinesOf(upstream.Log, 40))
 	}
 	return code, nil
 }
@@ -128,15 +127,6 @@ func waitHTTP(url string, timeout time.Duration) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("%s not ready after %s", url, timeout)
-}
-
-func readTail(path string, n int) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func needCluster(t *testing.T) {

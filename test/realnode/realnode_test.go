@@ -63,14 +63,11 @@ var cluster struct {
 
 func TestMain(m *testing.M) {
 	flag.Parse() // for testing.Short
-	if testing.Short() {
-		fmt.Println("realnode: skipped under -short")
-		os.Exit(0)
-	}
 	cluster.ns, cluster.dir = os.Getenv("REALNODE_NS"), os.Getenv("REALNODE_DIR")
-	if cluster.ns == "" || cluster.dir == "" || os.Getenv("KUBECONFIG") == "" {
-		if os.Getenv("REALNODE") == "skip" {
-			fmt.Println("realnode: no cluster (REALNODE=skip): only the TestPure… tests run")
+	if testing.Short() || cluster.ns == "" || cluster.dir == "" || os.Getenv("KUBECONFIG") == "" {
+		if testing.Short() || os.Getenv("REALNODE") == "skip" {
+			// The pure tests still run (and report), as under -short in the other cluster tiers.
+			fmt.Println("realnode: no cluster (-short or REALNODE=skip): only the TestPure… tests run")
 			if err := flag.Set("test.run", "^TestPure"); err != nil {
 				panic(err)
 			}
@@ -626,11 +623,6 @@ func leader(t *testing.T) (pod corev1.Pod, identity, container string, restarts 
 	return pod, identity, strings.TrimPrefix(cs.ContainerID, "containerd://"), cs.RestartCount
 }
 
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
 func leaseIdentity(t *testing.T) string {
 	t.Helper()
 	var l coordinationv1.Lease
@@ -682,7 +674,7 @@ func TestOperatorLeaderHangsSecondReplicaTakesOver(t *testing.T) {
 	// need 3 × 20 s; it was frozen for less).
 	logs, err := exec.Command("kubectl", "-n", operatorNS, "logs", old.Name, "--previous").CombinedOutput()
 	if err != nil || !strings.Contains(string(logs), "leader election lost") {
-		t.Errorf("the old leader's last log does not say it lost the election (%v):\n%s", err, tail(string(logs), 5))
+		t.Errorf("the old leader's last log does not say it lost the election (%v):\n%s", err, testenv.LastLines(string(logs), 5))
 	}
 	if id := leaseIdentity(t); id != newID {
 		t.Errorf("the Lease moved from %s to %s when the old leader came back", newID, id)

@@ -30,6 +30,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
 // UpstreamLWS is the upstream LeaderWorkerSet manager (sigs.k8s.io/lws/cmd, built by
@@ -162,7 +164,7 @@ func (u *UpstreamLWS) waitReady(ctx context.Context, probePort int) error {
 	for {
 		select {
 		case <-u.exited:
-			return fmt.Errorf("the upstream LWS manager exited: %s", tailFile(u.Log, 20))
+			return fmt.Errorf("the upstream LWS manager exited: %s", testenv.LastLinesOf(u.Log, 20))
 		case <-ctx.Done():
 			return ctx.Err()
 		default:
@@ -175,7 +177,7 @@ func (u *UpstreamLWS) waitReady(ctx context.Context, probePort int) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the upstream LWS manager is not ready after 60s: %s", tailFile(u.Log, 20))
+			return fmt.Errorf("the upstream LWS manager is not ready after 60s: %s", testenv.LastLinesOf(u.Log, 20))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -347,12 +349,4 @@ func (c *Cluster) output(ctx context.Context, name string, args ...string) (stri
 func readFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
-}
-
-func tailFile(path string, n int) string {
-	lines := strings.Split(strings.TrimRight(readFile(path), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

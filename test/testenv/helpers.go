@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -68,4 +69,16 @@ func (e *Env) TempKubeconfig(prefix string) (string, func(), error) {
 	}
 	path := filepath.Join(dir, "kubeconfig")
 	return path, func() { _ = os.RemoveAll(dir) }, e.WriteKubeconfig(path)
+}
+
+// LastLines is the last n lines of s (a log, for a failure message).
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// LastLinesOf is the last n lines of the file at path; "" when it cannot be read.
+func LastLinesOf(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	return LastLines(string(b), n)
 }
