@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -25,6 +27,8 @@ type GetOptions struct {
 	output        *outputFlags
 	AllNamespaces bool
 	Watch         bool
+	// withRoles adds the ROLES column: some serving listed has spec.roles.
+	withRoles bool
 
 	colors colors
 }
@@ -122,6 +126,7 @@ func (o *GetOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	}
+	o.withRoles = anyRoles(items)
 	rows := [][]string{o.header()}
 	for i := range items {
 		rows = append(rows, o.row(&items[i], ""))
@@ -130,12 +135,60 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	return nil
 }
 
+// anyRoles reports whether some serving has spec.roles: only then has the table a ROLES column,
+// so a namespace without roles prints as it always did.
+func anyRoles(items []servingItem) bool {
+	for i := range items {
+		if len(items[i].Spec.Roles) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// rolesReady is each role's groups ready over desired, "prefill 2/2, decode 5/6"; "-" without roles.
+func rolesReady(ms *v1.ModelServing) string {
+	if len(ms.Spec.Roles) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, name := range v1.RoleNames() {
+		r := ms.Spec.Role(name)
+		if r == nil {
+			continue
+		}
+		ready := fmt.Sprintf("0/%d", ptr.Deref(r.Replicas, 1))
+		for _, st := range ms.Status.Roles {
+			if st.Name == name {
+				ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, ptr.Deref(r.Replicas, 1))
+			}
+		}
+		parts = append(parts, string(name)+" "+ready)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// groupSizes is the group size, or each role's: "prefill 2, decode 4".
+func groupSizes(ms *v1.ModelServing) string {
+	if len(ms.Spec.Roles) == 0 {
+		return fmt.Sprint(max(ms.Spec.GroupSize, 1))
+	}
+	var parts []string
+	for _, name := range v1.RoleNames() {
+		if spec, ok := ms.Spec.ForRole(name); ok {
+			parts = append(parts, fmt.Sprintf("%s %d", name, max(spec.GroupSize, 1)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 	var widths []int
 	// shown is the resourceVersion each serving was last printed at: the watch hands over the
 	// listed servings again, and a relist every serving, changed or not.
 	shown := map[string]string{}
 	onList := func(items []servingItem) (bool, error) {
+		o.withRoles = o.withRoles || anyRoles(items)
 		for i := range items {
 			shown[items[i].Namespace+"/"+items[i].Name] = items[i].ResourceVersion
 		}
@@ -179,6 +232,9 @@ func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 
 func (o *GetOptions) header() []string {
 	h := []string{"NAME", "MODEL", "READY", "UP-TO-DATE", "PHASE", "AGE"}
+	if o.withRoles {
+		h = slices.Insert(h, 3, "ROLES")
+	}
 	if o.output.format() == "wide" {
 		h = append(h, "ENGINE", "GROUP-SIZE", "REVISION", "ENDPOINT")
 	}
@@ -210,12 +266,19 @@ func (o *GetOptions) row(it *servingItem, phaseOverride string) []string {
 		ready = "-"
 	}
 	r := []string{ms.Name, orDash(ms.Spec.Model), ready, fmt.Sprint(st.UpdatedReplicas), o.colors.state(phase), tui.Age(o.Clock.Now(), ms.CreationTimestamp.Time)}
+	if o.withRoles {
+		roles := rolesReady(ms)
+		if it.Undecodable {
+			roles = "-"
+		}
+		r = slices.Insert(r, 3, roles)
+	}
 	if o.output.format() == "wide" {
 		engine := string(ms.Spec.Engine.Type)
 		if engine == "" {
 			engine = string(v1.EngineVLLM)
 		}
-		r = append(r, engine, fmt.Sprint(max(ms.Spec.GroupSize, 1)), orDash(st.UpdateRevision), orDash(st.Endpoint))
+		r = append(r, engine, groupSizes(ms), orDash(st.UpdateRevision), orDash(st.Endpoint))
 	}
 	if o.AllNamespaces {
 		r = append([]string{ms.Namespace}, r...)

@@ -14,6 +14,6 @@ Every distinct pod-affecting spec is recorded by the operator as a revision (a C
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newRolloutStatusCommand(root), newRolloutHistoryCommand(root), newRolloutUndoCommand(root),
-		newRolloutPauseCommand(root, true), newRolloutPauseCommand(root, false))
+		newRolloutPauseCommand(root, true), newRolloutPauseCommand(root, false), newRolloutPlanCommand(root))
 	return cmd
 }

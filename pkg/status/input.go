@@ -7,6 +7,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 )
 
@@ -29,6 +30,11 @@ type Observed struct {
 // operator, which knows both before its status says so, overrides them with WithRevisions.
 func InputOf(o Observed, now time.Time) Input {
 	in := Input{Serving: o.Serving, LWS: o.LWS, Pods: o.Pods, Events: o.Events, Roles: o.Roles, Now: now}
+	if len(o.Serving.Spec.Roles) > 0 && o.Roles == nil {
+		// A view that read the serving's pods but not each role's LeaderWorkerSet: the pods say
+		// which role they are of.
+		in.Roles = RoleInputs(o.Serving, o.Pods, nil)
+	}
 	in.UpdateRevision = o.Serving.Status.UpdateRevision
 	in.TemplateRevision = TemplateRevision(o.LWS)
 	if in.TemplateRevision == "" {
@@ -38,6 +44,26 @@ func InputOf(o Observed, now time.Time) Input {
 		in.SpecError = err
 	}
 	return in
+}
+
+// RoleInputs splits a serving's pods by their role label into one RoleInput per role of its spec,
+// in v1.RoleNames order, with the role's LeaderWorkerSet from lws (nil, or a role missing from it,
+// when it was not read). A pod without a role label is not any role's.
+func RoleInputs(ms *v1.ModelServing, pods []corev1.Pod, lws map[v1.RoleName]*lwsv1.LeaderWorkerSet) []RoleInput {
+	var out []RoleInput
+	for _, name := range v1.RoleNames() {
+		if ms.Spec.Role(name) == nil {
+			continue
+		}
+		ri := RoleInput{Name: name, LWS: lws[name]}
+		for _, p := range pods {
+			if p.Labels[naming.LabelRole] == string(name) {
+				ri.Pods = append(ri.Pods, p)
+			}
+		}
+		out = append(out, ri)
+	}
+	return out
 }
 
 // WithRevisions sets the revisions the operator computed in this pass: the update revision of

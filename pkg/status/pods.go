@@ -234,6 +234,10 @@ type Group struct {
 // Ready reports whether every pod of the group is ready.
 func (g Group) Ready() bool { return g.ReadyPods == g.Size && len(g.Pods) == g.Size }
 
+// Exists reports whether any pod of the group exists: a desired group nobody created yet has
+// only missing pods.
+func (g Group) Exists() bool { return g.Revision != "" || g.ReadyPods > 0 || !allMissing(g) }
+
 // Updated reports whether every existing pod of the group runs the given revision and was
 // created for the given restart id (empty when the serving was never restarted).
 func (g Group) Updated(revision, restartID string) bool {

@@ -96,7 +96,7 @@ func Summarize(in Input) Summary {
 	}
 	s := Summary{Desired: desired, Groups: BuildGroups(in.Pods, int(desired), size, in.Now)}
 	for _, g := range s.Groups {
-		if g.Revision == "" && g.ReadyPods == 0 && allMissing(g) {
+		if !g.Exists() {
 			continue // a desired group that does not exist yet
 		}
 		s.Replicas++

@@ -1,0 +1,128 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/roleplan"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
+)
+
+// RolePlanInput is the lockstep planner's input for a serving with roles as a view sees it: each
+// role's limits from the spec and, from the role's groups in sum (status.Summarize of what the
+// view read), its groups on revision rev (with the spec's restart id), how many of those are
+// ready, and its groups on any other revision. The status keeps only the planner's sentence (in
+// the Progressing condition), so a view that shows the step runs the same planner on what it sees.
+func RolePlanInput(ms *v1.ModelServing, sum status.Summary, rev string) (roleplan.Input, error) {
+	roles, err := roleplan.RolesOf(ms.Spec)
+	if err != nil {
+		return roleplan.Input{}, err
+	}
+	for i := range roles {
+		r := &roles[i]
+		for _, rs := range sum.Roles {
+			if rs.Role == r.Name {
+				c := countRole(ms, rs, rev)
+				r.Updated, r.ReadyUpdated, r.Old = int32(c.New), int32(c.NewReady), int32(c.Old)
+			}
+		}
+	}
+	cur := ms.Status.CurrentRevision
+	return roleplan.Input{Roles: roles, Strategy: ms.Spec.Rollout.Strategy, Paused: ms.Spec.Rollout.Paused,
+		RollingOut: cur != "" && cur != rev}, nil
+}
+
+// RoleRestartID is the restart id the pods of a role should carry: the serving's spec.restart.id.
+func RoleRestartID(spec v1.ModelServingSpec, _ v1.RoleName) string {
+	if spec.Restart != nil {
+		return spec.Restart.ID
+	}
+	return ""
+}
+
+// RolePlan is the planner's current step for a serving with roles, from what a view sees; false
+// when the serving has no roles or its limits do not resolve.
+func RolePlan(ms *v1.ModelServing, sum status.Summary) (roleplan.Plan, bool) {
+	if len(ms.Spec.Roles) == 0 || len(sum.Roles) == 0 {
+		return roleplan.Plan{}, false
+	}
+	in, err := RolePlanInput(ms, sum, ms.Status.UpdateRevision)
+	if err != nil {
+		return roleplan.Plan{}, false
+	}
+	return roleplan.Next(in), true
+}
+
+// StepLine says where a plan is, in one line: "step 2/6: waiting for decode: 1 of 2 new groups
+// ready", "step 3/6: moving prefill to 1 new group(s), decode to 3", "no rollout under way".
+func StepLine(p roleplan.Plan) string {
+	if p.Steps == 0 {
+		if p.State == roleplan.Complete {
+			return "no rollout under way"
+		}
+		return "scaling every role to its groups (no rollout under way)"
+	}
+	at := fmt.Sprintf("step %d/%d: ", p.Step, p.Steps)
+	switch p.State {
+	case roleplan.Waiting:
+		return at + "waiting for " + p.Why
+	case roleplan.Progressing:
+		parts := make([]string, 0, len(p.Roles))
+		for _, t := range p.Roles {
+			parts = append(parts, fmt.Sprintf("%s %d of %d", t.Name, t.Updated, t.Replicas))
+		}
+		return at + "moving to " + strings.Join(parts, ", ") + " group(s) on the new revision"
+	case roleplan.Complete:
+		return at + "complete"
+	default: // Paused, CanaryHeld
+		return at + p.Why
+	}
+}
+
+// RoleCounts is a role's groups on the update revision and on older ones, as a view counts them:
+// new and old, with how many of each are ready.
+type RoleCounts struct {
+	Name                               v1.RoleName
+	Desired                            int32
+	New, NewReady, Old, OldReady, Size int
+}
+
+// RoleCountsOf counts each role's groups of sum by revision: new (on the update revision with the
+// current restart id) and old, with their ready ones.
+func RoleCountsOf(ms *v1.ModelServing, sum status.Summary) []RoleCounts {
+	out := make([]RoleCounts, 0, len(sum.Roles))
+	for _, rs := range sum.Roles {
+		out = append(out, countRole(ms, rs, ms.Status.UpdateRevision))
+	}
+	return out
+}
+
+func countRole(ms *v1.ModelServing, rs status.Summary, rev string) RoleCounts {
+	c := CountGroups(rs.Groups, rev, RoleRestartID(ms.Spec, rs.Role))
+	c.Name, c.Desired = rs.Role, rs.Desired
+	return c
+}
+
+// CountGroups counts the groups that exist on revision rev with restart id restartID (new) and on
+// anything else (old), with the ready ones of each.
+func CountGroups(groups []status.Group, rev, restartID string) RoleCounts {
+	var c RoleCounts
+	for _, g := range groups {
+		c.Size = max(c.Size, g.Size)
+		switch {
+		case !g.Exists():
+		case g.Updated(rev, restartID):
+			c.New++
+			if g.Ready() {
+				c.NewReady++
+			}
+		default:
+			c.Old++
+			if g.Ready() {
+				c.OldReady++
+			}
+		}
+	}
+	return c
+}
