@@ -121,7 +121,11 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	// The operator's update revision, not one hashed here: another version of the operator may
 	// name revisions otherwise, and the pods carry the operator's names.
 	d.updateRev = ms.Status.UpdateRevision
-	input := status.InputOf(status.Observed{Serving: ms, LWS: lws, Pods: d.pods}, o.Clock.Now())
+	seen := status.Observed{Serving: ms, LWS: lws, Pods: d.pods}
+	if len(ms.Spec.Roles) > 0 {
+		seen.Roles = status.RoleInputs(ms, d.pods, o.roleLWSs(ctx, ms))
+	}
+	input := status.InputOf(seen, o.Clock.Now())
 	d.specErr = input.SpecError
 	d.summary = status.Summarize(input)
 	var events corev1.EventList
@@ -131,7 +135,11 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	d.events = status.EventsOf(events.Items, ms.Name, ms.UID, d.pods)
 	for _, e := range events.Items {
 		// FailedCreate and the like of the serving's LWS or one of its StatefulSets.
-		if io := e.InvolvedObject; (io.Kind == "LeaderWorkerSet" || io.Kind == "StatefulSet") && naming.ServingOfWorkload(io.Kind, io.Name) == ms.Name {
+		io := e.InvolvedObject
+		if io.Kind != "LeaderWorkerSet" && io.Kind != "StatefulSet" {
+			continue
+		}
+		if serving, _ := naming.RoleOfWorkload(io.Kind, io.Name); serving == ms.Name || naming.ServingOfWorkload(io.Kind, io.Name) == ms.Name {
 			d.events = append(d.events, e)
 		}
 	}
@@ -148,6 +156,20 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	return d, nil
 }
 
+// roleLWSs reads each role's LeaderWorkerSet, when it is the serving's; one that cannot be read is
+// left out (it only sharpens "done").
+func (o *DescribeOptions) roleLWSs(ctx context.Context, ms *v1.ModelServing) map[v1.RoleName]*lwsv1.LeaderWorkerSet {
+	out := map[v1.RoleName]*lwsv1.LeaderWorkerSet{}
+	for _, r := range ms.Spec.Roles {
+		l := &lwsv1.LeaderWorkerSet{}
+		key := client.ObjectKey{Namespace: ms.Namespace, Name: naming.RoleWorkloadName(ms.Name, r.Name)}
+		if err := o.client.Get(ctx, key, l); err == nil && metav1.IsControlledBy(l, ms) {
+			out[r.Name] = l
+		}
+	}
+	return out
+}
+
 func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	ms, s := d.serving, d.summary
 	spec := ms.Spec
@@ -161,11 +183,25 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	kv = append(kv, []string{"Namespace:", ms.Namespace})
 	kv = append(kv, []string{"Model:", spec.Model})
 	kv = append(kv, []string{"Engine:", fmt.Sprintf("%s, image %s, port %d", orDefault(string(spec.Engine.Type), "vllm"), naming.EngineImage(spec.Engine), spec.Engine.Port)})
-	kv = append(kv, []string{"Groups:", fmt.Sprintf("%d desired, %d exist, %d ready, %d up-to-date; %d pod(s) per group, %d nvidia.com/gpu per pod",
-		s.Desired, s.Replicas, s.Ready, s.Updated, max(spec.GroupSize, 1), gpus)})
 	r := spec.Rollout
-	kv = append(kv, []string{"Rollout:", fmt.Sprintf("%s, maxSurge %s, maxUnavailable %s, partition %d%s", orDefault(string(r.Strategy), "RollingUpdate"),
-		intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptr.Deref(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])})
+	if len(spec.Roles) == 0 {
+		kv = append(kv, []string{"Groups:", fmt.Sprintf("%d desired, %d exist, %d ready, %d up-to-date; %d pod(s) per group, %d nvidia.com/gpu per pod",
+			s.Desired, s.Replicas, s.Ready, s.Updated, max(spec.GroupSize, 1), gpus)})
+		kv = append(kv, []string{"Rollout:", fmt.Sprintf("%s, maxSurge %s, maxUnavailable %s, partition %d%s", orDefault(string(r.Strategy), "RollingUpdate"),
+			intstrOr(r.MaxSurge, "0"), intstrOr(r.MaxUnavailable, "1"), ptr.Deref(r.Partition, 0), map[bool]string{true: ", paused", false: ""}[r.Paused])})
+	} else {
+		kv = append(kv, []string{"Groups:", fmt.Sprintf("%d desired, %d exist, %d ready, %d up-to-date, over %d roles", s.Desired, s.Replicas, s.Ready, s.Updated, len(s.Roles))})
+		for _, rs := range s.Roles {
+			eff, _ := spec.ForRole(rs.Role)
+			kv = append(kv, []string{"  " + string(rs.Role) + ":", fmt.Sprintf("%d desired, %d exist, %d ready, %d up-to-date; %d pod(s) per group, %d nvidia.com/gpu per pod; maxSurge %s, maxUnavailable %s, partition %d",
+				rs.Desired, rs.Replicas, rs.Ready, rs.Updated, max(eff.GroupSize, 1), ptr.Deref(eff.Resources.GPUs, 0),
+				intstrOr(eff.Rollout.MaxSurge, "0"), intstrOr(eff.Rollout.MaxUnavailable, "1"), ptr.Deref(eff.Rollout.Partition, 0))})
+		}
+		kv = append(kv, []string{"Rollout:", fmt.Sprintf("%s, every role together%s", orDefault(string(r.Strategy), "RollingUpdate"), map[bool]string{true: ", paused", false: ""}[r.Paused])})
+		if p, ok := tui.RolePlan(ms, s); ok {
+			kv = append(kv, []string{"Plan:", fmt.Sprintf("%s (%s)", tui.StepLine(p), p.State)})
+		}
+	}
 	kv = append(kv, []string{"Revisions:", fmt.Sprintf("current %s, update %s%s", orDash(ms.Status.CurrentRevision), orDash(d.updateRev), staleNote(ms))})
 	if d.specErr != nil {
 		kv = append(kv, []string{"Invalid spec:", d.specErr.Error()})
@@ -174,6 +210,9 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	kv = append(kv, []string{"Endpoint:", orDash(ms.Status.Endpoint)})
 	kv = append(kv, []string{"Age:", tui.Age(now, ms.CreationTimestamp.Time)})
 	renderTable(w, kv, nil)
+	for _, warn := range tui.RoleSkew(s) {
+		fmt.Fprintln(w, o.colors.state("Warning")+": "+warn)
+	}
 	fmt.Fprintln(w, "Conditions:")
 	if len(ms.Status.Conditions) == 0 {
 		fmt.Fprintln(w, "  (none yet: is the operator running? kubectl llm operator, or kubectl llm install)")
@@ -201,16 +240,36 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 	return nil
 }
 
-// tree lays out serving -> revisions (newest first) -> groups -> pods as table rows.
+// tree lays out serving -> [roles ->] revisions (newest first) -> groups -> pods as table rows.
 func (o *DescribeOptions) tree(d *describeData) [][]string {
 	ms, s := d.serving, d.summary
-	now := o.Clock.Now()
 	rows := [][]string{{"NAME", "STATUS", "INFO"}}
 	rows = append(rows, []string{"ModelServing/" + ms.Name, o.colors.state(orDash(string(ms.Status.Phase))),
 		fmt.Sprintf("%d/%d groups ready, %d up-to-date", s.Ready, s.Desired, s.Updated)})
+	if len(s.Roles) == 0 {
+		return append(rows, o.revisionRows(d, s.Groups, "")...)
+	}
+	// A serving with roles: each role numbers its own groups, so each gets its revisions.
+	for i, rs := range s.Roles {
+		last := i == len(s.Roles)-1
+		state := "Ready"
+		if rs.Available.Status != metav1.ConditionTrue {
+			state = "NotReady"
+		}
+		rows = append(rows, []string{branch("", last) + "Role " + string(rs.Role), o.colors.state(state),
+			fmt.Sprintf("%d/%d groups ready, %d up-to-date; LeaderWorkerSet %s", rs.Ready, rs.Desired, rs.Updated, naming.RoleWorkloadName(ms.Name, rs.Role))})
+		rows = append(rows, o.revisionRows(d, rs.Groups, indent("", last))...)
+	}
+	return rows
+}
 
+// revisionRows lays out revisions (newest first) -> groups -> pods of the given groups under prefix.
+func (o *DescribeOptions) revisionRows(d *describeData, groups []status.Group, prefix string) [][]string {
+	ms := d.serving
+	now := o.Clock.Now()
+	var rows [][]string
 	byRev := map[string][]status.Group{}
-	for _, g := range s.Groups {
+	for _, g := range groups {
 		byRev[g.Revision] = append(byRev[g.Revision], g)
 	}
 	type revNode struct {
@@ -271,13 +330,13 @@ func (o *DescribeOptions) tree(d *describeData) [][]string {
 	}
 	for i, n := range nodes {
 		lastRev := i == len(nodes)-1
-		rows = append(rows, []string{branch("", lastRev) + n.label, "", n.info})
+		rows = append(rows, []string{branch(prefix, lastRev) + n.label, "", n.info})
 		groups := byRev[n.name]
 		if n.specOnly {
 			groups = nil
 		}
 		for j, g := range groups {
-			gp := indent("", lastRev)
+			gp := indent(prefix, lastRev)
 			lastGroup := j == len(groups)-1
 			label := fmt.Sprintf("Group %d", g.Index)
 			if g.Surge {

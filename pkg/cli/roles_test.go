@@ -181,3 +181,36 @@ func TestRolloutPlan(t *testing.T) {
 	wantError(t, run(t, now, "-n", ns, "rollout", "plan"), 1, "kubectl llm rollout plan NAME")
 	wantError(t, run(t, now, "-n", ns, "rollout", "plan", "nope"), 1, "nope")
 }
+
+func TestDescribeShowsEachRole(t *testing.T) {
+	ns := namespace(t, "golden-roles-describe")
+	_, now := seedMidRollout(t, ns)
+	r := run(t, now, "-n", ns, "describe", "pd")
+	expectCode(t, r, 0)
+	golden(t, "describe-roles", r.Out)
+	for _, want := range []string{"Role prefill", "Role decode", "step 2/6: waiting for decode: 1 of 2 new groups ready", "not ready: loading weights"} {
+		if !strings.Contains(r.Out, want) {
+			t.Errorf("describe of a serving with roles does not say %q", want)
+		}
+	}
+	if strings.Contains(r.Out, "Warning: revision") {
+		t.Errorf("describe warns of a revision with one role ready, but both are:\n%s", r.Out)
+	}
+}
+
+func TestDescribeWarnsOfARevisionWithOneRoleReady(t *testing.T) {
+	ns := namespace(t, "roles-describe-skew")
+	// The new revision has a ready prefill group; its only decode group is still loading.
+	prefill := []roleGroup{{"r1", true}, {"r2", true}}
+	decode := append(ready("r1", 5), roleGroup{"r2", false})
+	ms, r1, r2, objs := seedRoleServing(t, ns, "skew", prefill, decode, true)
+	now := clockAfter(t, objs...)
+	writeStatus(t, ms, v1.ModelServingStatus{Phase: v1.PhaseProgressing, CurrentRevision: r1, UpdateRevision: r2})
+	r := script(t, stdinClosed, toPipe, "-n", ns, "describe", "skew")
+	expectCode(t, r, 0)
+	want := "Warning: revision " + r2 + " has 1 ready prefill group(s) but no ready decode group"
+	if !strings.Contains(r.Out, want) {
+		t.Errorf("describe does not warn %q:\n%s", want, r.Out)
+	}
+	_ = now
+}

@@ -204,5 +204,17 @@ func NextNumber(revs []appsv1.ControllerRevision) int64 {
 
 // ChangeCause returns a short description of a revision for `rollout history`.
 func ChangeCause(r Spec) string {
-	return "image=" + naming.EngineImage(r.Engine) + " model=" + r.Model + " groupSize=" + strconv.Itoa(int(r.GroupSize))
+	out := "image=" + naming.EngineImage(r.Engine) + " model=" + r.Model
+	if len(r.Roles) == 0 {
+		return out + " groupSize=" + strconv.Itoa(int(r.GroupSize))
+	}
+	// With roles each role has its group size; the serving's is only their default.
+	for _, role := range r.Roles {
+		size := r.GroupSize
+		if role.GroupSize != nil {
+			size = *role.GroupSize
+		}
+		out += " " + string(role.Name) + ".groupSize=" + strconv.Itoa(int(size))
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -125,4 +126,45 @@ func CountGroups(groups []status.Group, rev, restartID string) RoleCounts {
 		}
 	}
 	return c
+}
+
+// RoleSkew says, for each revision on which some role has ready groups while another role has
+// none, what is ready and what is missing: a router that keeps a request within one revision
+// (llm-d's disaggregatedset-rollout-screener, by the revision and role labels) could pick that
+// revision and find only one role. Revisions are in name order.
+func RoleSkew(sum status.Summary) []string {
+	ready := map[string]map[v1.RoleName]int{}
+	for _, rs := range sum.Roles {
+		for _, g := range rs.Groups {
+			if g.Revision == "" || !g.Ready() {
+				continue
+			}
+			if ready[g.Revision] == nil {
+				ready[g.Revision] = map[v1.RoleName]int{}
+			}
+			ready[g.Revision][rs.Role]++
+		}
+	}
+	revs := make([]string, 0, len(ready))
+	for rev := range ready {
+		revs = append(revs, rev)
+	}
+	slices.Sort(revs)
+	var out []string
+	for _, rev := range revs {
+		var have, lack []string
+		for _, rs := range sum.Roles {
+			switch n := ready[rev][rs.Role]; {
+			case n > 0:
+				have = append(have, fmt.Sprintf("%d ready %s group(s)", n, rs.Role))
+			case rs.Desired > 0:
+				lack = append(lack, string(rs.Role))
+			}
+		}
+		if len(have) > 0 && len(lack) > 0 {
+			out = append(out, fmt.Sprintf("revision %s has %s but no ready %s group: a router that keeps a request within one revision could pick it and find only one role",
+				rev, strings.Join(have, " and "), strings.Join(lack, " or ")))
+		}
+	}
+	return out
 }
