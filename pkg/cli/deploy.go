@@ -51,16 +51,37 @@ type DeployOptions struct {
 	SharedMemory   string
 	StartupTimeout time.Duration
 	Deadline       time.Duration
-	DryRun         string
-	output         *outputFlags
-	Preflight      bool
+	// Roles are the --prefill-* and --decode-* flags, one entry per role name.
+	Roles     map[v1.RoleName]*roleFlags
+	DryRun    string
+	output    *outputFlags
+	Preflight bool
 
 	set func(flag string) bool // whether a flag was given
 }
 
 // specFlags are the flags that build the spec; they cannot be mixed with -f.
-var specFlags = []string{"model", "engine", "image", "arg", "env", "port", "gpus", "cpu", "memory", "group-size", "replicas",
-	"strategy", "max-surge", "max-unavailable", "partition", "weights", "shared-memory", "startup-timeout", "progress-deadline"}
+var specFlags = append([]string{"model", "engine", "image", "arg", "env", "port", "gpus", "cpu", "memory", "group-size", "replicas",
+	"strategy", "max-surge", "max-unavailable", "partition", "weights", "shared-memory", "startup-timeout", "progress-deadline"}, allRoleFlags()...)
+
+// roleFlags are one role's flags: --ROLE-replicas, --ROLE-group-size, --ROLE-gpus.
+type roleFlags struct {
+	Replicas, GroupSize, GPUs int32
+}
+
+// roleFlagNames are the flags of a role, replicas first.
+func roleFlagNames(role v1.RoleName) []string {
+	r := string(role)
+	return []string{r + "-replicas", r + "-group-size", r + "-gpus"}
+}
+
+func allRoleFlags() []string {
+	var out []string
+	for _, r := range v1.RoleNames() {
+		out = append(out, roleFlagNames(r)...)
+	}
+	return out
+}
 
 func newDeployCommand(root *RootOptions) *cobra.Command {
 	o := &DeployOptions{RootOptions: root}
@@ -76,13 +97,21 @@ change one thing.
 
 --dry-run=client prints what would be applied without contacting the cluster's storage;
 --dry-run=server asks the API server to default and validate it without writing.
---preflight refuses to deploy when the cluster's spare GPUs cannot hold the groups.`,
+--preflight refuses to deploy when the cluster's spare GPUs cannot hold the groups.
+
+--prefill-replicas and --decode-replicas make a disaggregated serving (spec.roles): prefill groups
+and decode groups, each with its own group size (--prefill-group-size, --decode-group-size) and
+GPUs per pod (--prefill-gpus, --decode-gpus; the others default to --group-size and --gpus). Give
+both roles: neither serves alone. --replicas and --partition do not apply with roles; for anything
+else of a role (args, scheduling, rollout limits) use -f with a full spec.`,
 		Example: `  # one single-node group of Qwen on vLLM with 1 GPU
   kubectl llm deploy qwen --model Qwen/Qwen3-0.6B --gpus 1
 
   # two groups of 2 pods with 8 GPUs each, rolling with one spare group
   kubectl llm deploy big --model deepseek-ai/DeepSeek-R1 --gpus 8 --group-size 2 --replicas 2 --max-surge 1 --max-unavailable 0
 
+  # disaggregated: 2 prefill groups and 6 decode groups of 2 pods, 1 GPU each
+  kubectl llm deploy qwen-pd --model Qwen/Qwen3-8B --gpus 1 --prefill-replicas 2 --decode-replicas 6 --prefill-group-size 2 --decode-group-size 2
   # render for GitOps
   kubectl llm deploy qwen --model Qwen/Qwen3-0.6B --dry-run=client -o yaml
 
@@ -112,6 +141,15 @@ change one thing.
 	f.StringVar(&o.SharedMemory, "shared-memory", "", "Size of /dev/shm, e.g. 16Gi")
 	f.DurationVar(&o.StartupTimeout, "startup-timeout", 0, "How long a pod may take to load its weights (default 20m)")
 	f.DurationVar(&o.Deadline, "progress-deadline", 0, "How long a rollout may make no progress before it is reported failed (default 30m)")
+	o.Roles = map[v1.RoleName]*roleFlags{}
+	for _, role := range v1.RoleNames() {
+		rf := &roleFlags{}
+		o.Roles[role] = rf
+		names := roleFlagNames(role)
+		f.Int32Var(&rf.Replicas, names[0], 0, fmt.Sprintf("Groups of the %s role (with roles, give both --prefill-replicas and --decode-replicas)", role))
+		f.Int32Var(&rf.GroupSize, names[1], 0, fmt.Sprintf("Pods per %s group (default --group-size)", role))
+		f.Int32Var(&rf.GPUs, names[2], 0, fmt.Sprintf("nvidia.com/gpu per %s pod (default --gpus)", role))
+	}
 	f.StringVar(&o.DryRun, "dry-run", "none", `"none", "client" (print what would be applied) or "server" (validate and default on the API server, write nothing)`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
 	o.output = newOutputFlags("")
@@ -157,6 +195,9 @@ func (o *DeployOptions) Validate() error {
 		if o.Model == "" {
 			return fmt.Errorf("--model is required: the model the engine serves, e.g. --model Qwen/Qwen3-0.6B")
 		}
+	}
+	if err := o.validateRoles(); err != nil {
+		return err
 	}
 	// What the flags set, the CRD's schema and CEL rules judge (names, ranges, the engine and
 	// strategy, maxSurge with maxUnavailable, the weights source, durations): the API server's
@@ -367,7 +408,74 @@ func (o *DeployOptions) specFromFlags() (*msac.ModelServingSpecApplyConfiguratio
 	if o.set("startup-timeout") {
 		spec.WithReadiness(msac.ReadinessSpec().WithStartupTimeout(metav1.Duration{Duration: o.StartupTimeout}))
 	}
+	if o.withRoles() {
+		for _, role := range v1.RoleNames() {
+			rf, names := o.Roles[role], roleFlagNames(role)
+			rs := msac.RoleSpec().WithName(role).WithReplicas(rf.Replicas)
+			if o.set(names[1]) {
+				rs.WithGroupSize(rf.GroupSize)
+			}
+			if o.set(names[2]) {
+				rs.WithResources(msac.ResourceSpec().WithGPUs(rf.GPUs))
+			}
+			spec.WithRoles(rs)
+		}
+	}
 	return spec, err
+}
+
+// withRoles reports whether any role flag was given.
+func (o *DeployOptions) withRoles() bool {
+	for _, f := range allRoleFlags() {
+		if o.set(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// validateRoles refuses a half-specified topology, naming the flag and what to do.
+func (o *DeployOptions) validateRoles() error {
+	if !o.withRoles() {
+		return nil
+	}
+	for _, f := range []string{"replicas", "partition"} {
+		if o.set(f) {
+			return fmt.Errorf("--%s does not apply with roles (--prefill-replicas, --decode-replicas): each role counts its own groups and has its own partition; drop --%s", f, f)
+		}
+	}
+	var given, missing []string
+	for _, role := range v1.RoleNames() {
+		names := roleFlagNames(role)
+		if o.set(names[0]) {
+			given = append(given, "--"+names[0])
+			continue
+		}
+		missing = append(missing, "--"+names[0])
+		for _, f := range names[1:] {
+			if o.set(f) {
+				return fmt.Errorf("--%s needs --%s: give the role's groups too (a serving with roles needs both prefill and decode groups)", f, names[0])
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s given without %s: a serving with roles needs both prefill and decode groups (neither serves alone); add %s N",
+			strings.Join(given, ", "), strings.Join(missing, ", "), strings.Join(missing, " N, "))
+	}
+	var zero, some []string
+	for _, role := range v1.RoleNames() {
+		flag := "--" + roleFlagNames(role)[0]
+		if o.Roles[role].Replicas == 0 {
+			zero = append(zero, flag+" 0")
+		} else {
+			some = append(some, fmt.Sprintf("%s %d", flag, o.Roles[role].Replicas))
+		}
+	}
+	if len(zero) > 0 && len(some) > 0 {
+		return fmt.Errorf("%s with %s: a role with no groups cannot serve the other's requests; give every role groups, or set every role to 0 to stop the serving",
+			strings.Join(zero, ", "), strings.Join(some, ", "))
+	}
+	return nil
 }
 
 // lazily makes a part of an apply configuration the first time a flag sets one of its fields, and

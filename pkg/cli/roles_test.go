@@ -214,3 +214,34 @@ func TestDescribeWarnsOfARevisionWithOneRoleReady(t *testing.T) {
 	}
 	_ = now
 }
+
+func TestDeployWithRoles(t *testing.T) {
+	ns := namespace(t, "roles-deploy")
+	now := time.Now()
+	args := []string{"-n", ns, "deploy", "pd", "--model", "Qwen/Qwen3-8B", "--gpus", "1",
+		"--prefill-replicas", "2", "--decode-replicas", "6", "--prefill-group-size", "2", "--decode-group-size", "2", "--decode-gpus", "2"}
+	r := script(t, stdinClosed, toFile, append(args, "--dry-run=client")...)
+	expectCode(t, r, 0)
+	golden(t, "deploy-roles-dry-run-client", r.Out)
+	r = script(t, stdinClosed, toPipe, args...)
+	expectCode(t, r, 0)
+	ms := getServing(t, ns, "pd")
+	p, d := ms.Spec.Role(v1.RolePrefill), ms.Spec.Role(v1.RoleDecode)
+	if p == nil || d == nil || *p.Replicas != 2 || *d.Replicas != 6 || *p.GroupSize != 2 || *d.Resources.GPUs != 2 || p.Resources.GPUs != nil {
+		t.Fatalf("deployed roles: %+v", ms.Spec.Roles)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--prefill-replicas", "2"}, []string{"--prefill-replicas given without --decode-replicas", "add --decode-replicas N"}},
+		{[]string{"--decode-replicas", "6", "--prefill-group-size", "2"}, []string{"--prefill-group-size needs --prefill-replicas"}},
+		{[]string{"--prefill-replicas", "0", "--decode-replicas", "6"}, []string{"--prefill-replicas 0 with --decode-replicas 6", "give every role groups"}},
+		{[]string{"--prefill-replicas", "2", "--decode-replicas", "6", "--replicas", "3"}, []string{"--replicas does not apply with roles"}},
+		{[]string{"--prefill-replicas", "2", "--decode-replicas", "6", "--partition", "1"}, []string{"--partition does not apply with roles"}},
+	} {
+		r := run(t, now, append([]string{"-n", ns, "deploy", "bad", "--model", "m"}, tc.args...)...)
+		wantError(t, r, 1, tc.want...)
+	}
+	wantError(t, run(t, now, "-n", ns, "deploy", "-f", "x.yaml", "--decode-replicas", "2"), 1, "--decode-replicas cannot be combined with -f")
+}
