@@ -186,7 +186,9 @@ type preflightReport struct {
 	New        bool
 	Nodes      []NodeCapacity
 	Fit        Fit
-	Checks     []check
+	// Roles are each role's fit, for a serving with roles (the fields above are then the serving's).
+	Roles  []roleFit
+	Checks []check
 }
 
 // OK is true when no check failed.
@@ -303,48 +305,146 @@ func (o *PreflightOptions) report(ctx context.Context, ms, existing *v1.ModelSer
 	if err := o.client.List(ctx, &pods, client.MatchingFieldsSelector{Selector: active}); err != nil {
 		return r, fmt.Errorf("list pods: %w", explain(err, host))
 	}
-	r.Nodes = NodeCapacities(nodes.Items, pods.Items, spec.Scheduling)
-	newGroups := int(r.MaxSurge)
-	if !exists {
-		newGroups = int(r.Groups)
+	if len(spec.Roles) == 0 {
+		r.Nodes = NodeCapacities(nodes.Items, pods.Items, spec.Scheduling)
+		r.Fit = fitOf(r.Nodes, r.GPUsPerPod, r.GroupSize, r.Groups, r.MaxSurge, exists)
+		r.Checks = append(r.Checks, fitChecks(r.Fit, r.GroupSize, r.GPUsPerPod, r.Groups, r.MaxSurge, r.Strategy, exists, "", "spec.rollout.maxSurge")...)
+		return r, nil
 	}
-	r.Fit = CalculateFit(FitInput{Nodes: r.Nodes, GPUsPerPod: r.GPUsPerPod, GroupSize: r.GroupSize, NewGroups: newGroups})
+	// Each role has its own group size, GPUs and nodes; the planner surges every role in the same
+	// step, so the surges must fit together as well as each on its own.
+	var wanted []roleFit
+	for _, name := range v1.RoleNames() {
+		eff, ok := spec.ForRole(name)
+		if !ok {
+			continue
+		}
+		rf := roleFit{Role: name, GroupSize: int(max(eff.GroupSize, 1)), GPUsPerPod: int64(ptrOr(eff.Resources.GPUs, 0)), Groups: ptrOr(eff.Replicas, 1)}
+		rf.MaxSurge = status.ResolveMaxSurge(eff.Rollout, rf.Groups)
+		if r.Strategy == v1.Recreate {
+			rf.MaxSurge = 0
+		}
+		rf.Nodes = NodeCapacities(nodes.Items, pods.Items, eff.Scheduling)
+		rf.Fit = fitOf(rf.Nodes, rf.GPUsPerPod, rf.GroupSize, rf.Groups, rf.MaxSurge, exists)
+		r.Roles = append(r.Roles, rf)
+		r.Checks = append(r.Checks, fitChecks(rf.Fit, rf.GroupSize, rf.GPUsPerPod, rf.Groups, rf.MaxSurge, r.Strategy, exists, name, "spec.roles["+string(name)+"].rollout.maxSurge")...)
+		if rf.Fit.NeedPods > 0 && rf.GPUsPerPod > 0 {
+			wanted = append(wanted, rf)
+		}
+	}
+	r.Nodes = r.Roles[0].Nodes
+	if len(wanted) > 1 {
+		r.Checks = append(r.Checks, togetherCheck(wanted, exists))
+	}
+	return r, nil
+}
 
+// roleFit is the GPU fit of one role of a serving with roles.
+type roleFit struct {
+	Role       v1.RoleName
+	GroupSize  int
+	GPUsPerPod int64
+	Groups     int32
+	MaxSurge   int32
+	Nodes      []NodeCapacity
+	Fit        Fit
+}
+
+func ptrOr(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// fitOf is the fit of the groups that must start: the surge of a rollout, or every group of a new serving.
+func fitOf(nodes []NodeCapacity, gpus int64, size int, groups, surge int32, exists bool) Fit {
+	newGroups := int(surge)
+	if !exists {
+		newGroups = int(groups)
+	}
+	return CalculateFit(FitInput{Nodes: nodes, GPUsPerPod: gpus, GroupSize: size, NewGroups: newGroups})
+}
+
+// fitChecks are the "one whole group" and "groups/surge fit" checks of the serving or of one role
+// (named in the checks), with the field to lower when the surge does not fit.
+func fitChecks(f Fit, size int, gpus int64, groups, surge int32, strategy v1.RolloutStrategyType, exists bool, role v1.RoleName, surgeField string) []check {
+	of := ""
+	if role != "" {
+		of = string(role) + ": "
+	}
 	group := check{Name: "One whole group", Result: "ok"}
-	podsOf := fmt.Sprintf("%d pod(s) x %d GPU", r.GroupSize, r.GPUsPerPod)
+	if role != "" {
+		group.Name = "One whole " + string(role) + " group"
+	}
+	podsOf := fmt.Sprintf("%d pod(s) x %d GPU", size, gpus)
 	switch {
-	case r.GPUsPerPod == 0:
-		group.Detail = "the pods request no GPU"
-	case r.Fit.GroupPlaceable:
-		group.Detail = fmt.Sprintf("%s fit the schedulable nodes (room for %d such pods in all)", podsOf, r.Fit.CapacityPods)
+	case gpus == 0:
+		group.Detail = of + "the pods request no GPU"
+	case f.GroupPlaceable:
+		group.Detail = fmt.Sprintf("%s%s fit the schedulable nodes (room for %d such pods in all)", of, podsOf, f.CapacityPods)
 	default:
 		group.Result = "FAIL"
-		group.Detail = fmt.Sprintf("%s never fit: the schedulable nodes hold %d such pods in all", podsOf, r.Fit.CapacityPods)
+		group.Detail = fmt.Sprintf("%s%s never fit: the schedulable nodes hold %d such pods in all", of, podsOf, f.CapacityPods)
 	}
-	r.Checks = append(r.Checks, group)
-
 	fit := check{Result: "ok"}
 	switch {
 	case !exists:
 		fit.Name = "Groups fit"
-		fit.Detail = fmt.Sprintf("%d group(s) need %d pod(s) x %d GPU; the spare GPUs hold %s such pods", r.Groups, r.Fit.NeedPods, r.GPUsPerPod, podsCount(r.Fit.SparePods))
-	case r.MaxSurge == 0:
+		fit.Detail = fmt.Sprintf("%s%d group(s) need %d pod(s) x %d GPU; the spare GPUs hold %s such pods", of, groups, f.NeedPods, gpus, podsCount(f.SparePods))
+	case surge == 0:
 		fit.Name = "Surge fits"
-		fit.Detail = fmt.Sprintf("no spare GPUs needed: %s replaces groups in place (maxSurge 0)", r.Strategy)
+		fit.Detail = fmt.Sprintf("%sno spare GPUs needed: %s replaces groups in place (maxSurge 0)", of, strategy)
 	default:
 		fit.Name = "Surge fits"
-		fit.Detail = fmt.Sprintf("a surge of %d group(s) needs %d pod(s) x %d GPU; the spare GPUs hold %s such pods", r.MaxSurge, r.Fit.NeedPods, r.GPUsPerPod, podsCount(r.Fit.SparePods))
+		fit.Detail = fmt.Sprintf("%sa surge of %d group(s) needs %d pod(s) x %d GPU; the spare GPUs hold %s such pods", of, surge, f.NeedPods, gpus, podsCount(f.SparePods))
 	}
-	if !r.Fit.Fits {
+	if role != "" {
+		fit.Name = strings.Replace(fit.Name, " fit", " of "+string(role)+" fit", 1)
+	}
+	if !f.Fits {
 		fit.Result = "FAIL"
 		if exists {
-			fit.Detail += "; free GPUs, or set spec.rollout.maxSurge to 0 (or strategy Recreate) to replace groups in place"
+			fit.Detail += fmt.Sprintf("; free GPUs, or set %s to 0 (or strategy Recreate) to replace groups in place", surgeField)
 		} else {
 			fit.Detail += "; free GPUs or ask for fewer groups"
 		}
 	}
-	r.Checks = append(r.Checks, fit)
-	return r, nil
+	return []check{group, fit}
+}
+
+// togetherCheck places the new pods of every role on the spare GPUs, role after role, node by node:
+// each role's may fit alone while all of them do not.
+func togetherCheck(roles []roleFit, exists bool) check {
+	c := check{Name: "Every role's groups fit together", Result: "ok"}
+	if exists {
+		c.Name = "Every role's surge fits together"
+	}
+	spare := map[string]int64{}
+	for _, n := range roles[0].Nodes {
+		spare[n.Name] = n.Spare()
+	}
+	var parts []string
+	for _, rf := range roles {
+		left := rf.Fit.NeedPods
+		for _, n := range rf.Nodes {
+			for n.Schedulable && left > 0 && spare[n.Name] >= rf.GPUsPerPod {
+				spare[n.Name] -= rf.GPUsPerPod
+				left--
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %d pod(s) x %d GPU", rf.Role, rf.Fit.NeedPods, rf.GPUsPerPod))
+		if left > 0 && c.Result == "ok" {
+			c.Result = "FAIL"
+			c.Detail = fmt.Sprintf("%d %s pod(s) find no spare GPU once the roles before it are placed; free GPUs or lower the roles' maxSurge", left, rf.Role)
+		}
+	}
+	if c.Result == "ok" {
+		c.Detail = strings.Join(parts, " and ") + " fit the spare GPUs together"
+	} else {
+		c.Detail = strings.Join(parts, " and ") + ": " + c.Detail
+	}
+	return c
 }
 
 func podsCount(n int64) string {
@@ -359,8 +459,16 @@ func printPreflight(w io.Writer, r preflightReport, c colors) error {
 	if r.New {
 		kind = "new serving"
 	}
-	fmt.Fprintf(w, "Preflight of %s (%s): %d group(s) of %d pod(s), %d nvidia.com/gpu per pod, %s, maxSurge %d\n\n",
-		r.Serving, kind, r.Groups, r.GroupSize, r.GPUsPerPod, r.Strategy, r.MaxSurge)
+	if len(r.Roles) == 0 {
+		fmt.Fprintf(w, "Preflight of %s (%s): %d group(s) of %d pod(s), %d nvidia.com/gpu per pod, %s, maxSurge %d\n\n",
+			r.Serving, kind, r.Groups, r.GroupSize, r.GPUsPerPod, r.Strategy, r.MaxSurge)
+	} else {
+		parts := make([]string, 0, len(r.Roles))
+		for _, rf := range r.Roles {
+			parts = append(parts, fmt.Sprintf("%s %d group(s) of %d pod(s), %d nvidia.com/gpu per pod, maxSurge %d", rf.Role, rf.Groups, rf.GroupSize, rf.GPUsPerPod, rf.MaxSurge))
+		}
+		fmt.Fprintf(w, "Preflight of %s (%s, %s): %s\n\n", r.Serving, kind, r.Strategy, strings.Join(parts, "; "))
+	}
 	rows := [][]string{{"NODE", "SCHEDULABLE", "ALLOCATABLE", "REQUESTED", "SPARE"}}
 	for _, n := range r.Nodes {
 		sched := "yes"

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -163,6 +165,28 @@ func TestPreflight(t *testing.T) {
 	r = run(t, time.Now(), "-n", ns, "preflight", "tolerant")
 	expectCode(t, r, 0)
 	golden(t, "preflight-surge-fits", r.Out)
+
+	// With roles: each role's surge fits the tolerated node's 8 spare GPUs on its own (prefill 1 pod
+	// x 4, decode 2 pods x 4), not both together.
+	pd := fixtures.Serving("pd", ns).Roles(1, 2, 1).GPUs(4).Surge(intstr.FromInt32(1), intstr.FromInt32(0)).Obj()
+	pd.Namespace, pd.Generation = ns, 0
+	pd.Spec.Roles[1].GroupSize = ptr.To[int32](2)
+	pd.Spec.Scheduling.Tolerations = []corev1.Toleration{{Key: "reserved", Operator: corev1.TolerationOpExists}}
+	create(t, pd)
+	r = run(t, time.Now(), "-n", ns, "preflight", "pd")
+	expectCode(t, r, 1)
+	golden(t, "preflight-roles-together-refused", "stdout:\n"+r.Out+"stderr:\n"+r.Err)
+	// Without the toleration no spare GPU is left: the prefill role's surge is named.
+	pd2 := fixtures.Serving("pd-tight", ns).Roles(1, 2, 1).GPUs(4).Surge(intstr.FromInt32(1), intstr.FromInt32(0)).Obj()
+	pd2.Namespace, pd2.Generation = ns, 0
+	create(t, pd2)
+	r = run(t, time.Now(), "-n", ns, "preflight", "pd-tight")
+	expectCode(t, r, 1)
+	for _, want := range []string{"surge of prefill fits", "spec.roles[prefill].rollout.maxSurge"} {
+		if !strings.Contains(r.Err, want) {
+			t.Errorf("preflight of a role that does not fit does not say %q:\n%s", want, r.Err)
+		}
+	}
 
 	// deploy --preflight refuses a serving whose groups cannot fit, and writes nothing.
 	r = run(t, time.Now(), "-n", ns, "deploy", "huge", "--model", "deepseek-ai/DeepSeek-R1", "--gpus", "8", "--group-size", "4", "--preflight")
