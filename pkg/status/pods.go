@@ -229,6 +229,9 @@ type Group struct {
 	Pods      []Pod // leader first, then workers by index; missing pods included
 	ReadyPods int
 	Surge     bool // index >= desired replicas: a surge group during a rollout
+	// Role is the role the group is of, in a serving with spec.roles ("" without); Index is its
+	// index within the role.
+	Role v1.RoleName
 }
 
 // Ready reports whether every pod of the group is ready.

@@ -63,6 +63,9 @@ func summarizeRoles(in Input) Summary {
 		rs := Summarize(Input{Serving: rms, LWS: ri.LWS, Pods: ri.Pods, Events: ri.Events,
 			UpdateRevision: in.UpdateRevision, TemplateRevision: template, Now: in.Now})
 		rs.Role, rs.DeadlineAt = name, time.Time{} // the serving has one deadline
+		for i := range rs.Groups {
+			rs.Groups[i].Role = name
+		}
 		s.Desired += rs.Desired
 		s.Replicas += rs.Replicas
 		s.Ready += rs.Ready

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -397,6 +398,10 @@ func (m *Model) ask(kind actionKind) {
 			m.notice, m.noticeErr = "no group selected", true
 			return
 		}
+		if g.Role != "" {
+			m.notice, m.noticeErr = fmt.Sprintf("restart a group of a role from the command line: kubectl llm restart %s --role %s --group %d", ms.Name, g.Role, g.Index), true
+			return
+		}
 		c.group = g.Index
 		c.prompt = fmt.Sprintf("Restart group %d of %s (delete its leader pod; the whole group is recreated)?", g.Index, ms.Name)
 	case actRestart:
@@ -465,7 +470,11 @@ func (m *Model) derive() {
 		if ms := m.snap.Serving; ms != nil && ms.Name == m.name {
 			sum := status.Summarize(status.InputOf(status.Observed{Serving: ms, LWS: m.snap.LWS, Pods: m.snap.Pods}, m.now))
 			msg, done, err := status.RolloutStatus(ms)
-			m.sv = servingView{ms: ms, sum: sum, groups: sum.Groups, rollout: strings.TrimSpace(msg),
+			groups := sum.Groups
+			for _, rs := range sum.Roles {
+				groups = append(groups, rs.Groups...) // the roles as sections: prefill's groups, then decode's
+			}
+			m.sv = servingView{ms: ms, sum: sum, groups: groups, rollout: strings.TrimSpace(msg),
 				rolloutDone: done, rolloutErr: err, partition: ptr.Deref(ms.Spec.Rollout.Partition, 0), size: max(int(ms.Spec.GroupSize), 1)}
 			for _, g := range m.sv.groups {
 				m.sv.groupWidth = max(m.sv.groupWidth, len(groupLabel(g)))
@@ -508,7 +517,9 @@ func (m Model) rowKey(i int) int {
 	if m.name == "" {
 		return i
 	}
-	return m.sv.groups[i].Index
+	g := m.sv.groups[i]
+	// Each role numbers its own groups: the role keeps the keys apart.
+	return slices.Index(v1.RoleNames(), g.Role)*v1.MaxGroups + v1.MaxGroups + g.Index
 }
 
 func matches(hay string, terms []string) bool {
@@ -529,7 +540,7 @@ func (m Model) haystack(i int) string {
 		return strings.ToLower(b.String())
 	}
 	g := m.sv.groups[i]
-	fmt.Fprintf(&b, "group %d g%d %s", g.Index, g.Index, g.Revision)
+	fmt.Fprintf(&b, "%sgroup %d g%d %s", roleWord(g), g.Index, g.Index, g.Revision)
 	if g.Surge {
 		b.WriteString(" surge")
 	}

@@ -62,6 +62,8 @@ type plainPrinter struct {
 	found     bool
 	serving   string            // the serving's last line
 	pods      map[string]string // "group 1 worker 1" → its last state line
+	roles     map[string]string // a role's name → its last counts line
+	step      string            // the planner's last step line, for a serving with roles
 	events    map[types.UID]int32
 	servings  map[string]string // list mode: name → last line
 	lastError string
@@ -70,7 +72,7 @@ type plainPrinter struct {
 
 func newPlainPrinter(cfg Config) *plainPrinter {
 	return &plainPrinter{out: cfg.Out, clock: cfg.Clock, name: cfg.Name, ns: cfg.Namespace,
-		pods: map[string]string{}, events: map[types.UID]int32{}, servings: map[string]string{}}
+		pods: map[string]string{}, roles: map[string]string{}, events: map[types.UID]int32{}, servings: map[string]string{}}
 }
 
 func (p *plainPrinter) printf(now time.Time, format string, args ...any) {
@@ -125,24 +127,22 @@ func (p *plainPrinter) print(s Snapshot) (bool, error) {
 	}
 
 	seen := map[string]bool{}
-	for _, g := range sum.Groups {
-		for _, pod := range g.Pods {
-			where := fmt.Sprintf("group %d %s", g.Index, pod.Role())
-			seen[where] = true
-			state := plainState(pod)
-			if p.pods[where] == state {
-				continue
-			}
-			p.pods[where] = state
-			text := string(pod.State)
-			if reason := pod.Detail(now); reason != "" {
-				text += " (" + reason + ")"
-			}
-			if g.Surge {
-				where += " (surge)"
-			}
-			p.printf(now, "%s: %s", where, text)
+	p.printGroups(now, "", sum.Groups, seen)
+	for _, c := range RoleCountsOf(ms, sum) {
+		line := roleCountsLine(c)
+		if p.roles[string(c.Name)] != line {
+			p.roles[string(c.Name)] = line
+			p.printf(now, "role %s: %s", c.Name, line)
 		}
+	}
+	if plan, ok := RolePlan(ms, sum); ok {
+		if line := StepLine(plan); line != p.step {
+			p.step = line
+			p.printf(now, "serving %s: %s", ms.Name, line)
+		}
+	}
+	for _, rs := range sum.Roles {
+		p.printGroups(now, string(rs.Role)+" ", rs.Groups, seen)
 	}
 	gone := make([]string, 0)
 	for where := range p.pods {
@@ -164,6 +164,34 @@ func (p *plainPrinter) print(s Snapshot) (bool, error) {
 		p.printf(now, "event %s %s: %s", e.Type, e.Reason, strings.Join(strings.Fields(e.Message), " "))
 	}
 	return done, rerr
+}
+
+// printGroups prints a line for each pod of groups whose state changed; prefix names the role.
+func (p *plainPrinter) printGroups(now time.Time, prefix string, groups []status.Group, seen map[string]bool) {
+	for _, g := range groups {
+		for _, pod := range g.Pods {
+			where := fmt.Sprintf("%sgroup %d %s", prefix, g.Index, pod.Role())
+			seen[where] = true
+			state := plainState(pod)
+			if p.pods[where] == state {
+				continue
+			}
+			p.pods[where] = state
+			text := string(pod.State)
+			if reason := pod.Detail(now); reason != "" {
+				text += " (" + reason + ")"
+			}
+			if g.Surge {
+				where += " (surge)"
+			}
+			p.printf(now, "%s: %s", where, text)
+		}
+	}
+}
+
+// roleCountsLine is a role's groups by revision: "2 desired; new 1 (1 ready), old 1 (1 ready)".
+func roleCountsLine(c RoleCounts) string {
+	return fmt.Sprintf("%d desired; new %d (%d ready), old %d (%d ready)", c.Desired, c.New, c.NewReady, c.Old, c.OldReady)
 }
 
 // plainState is what must change for a pod to get a new line: its state and, where it says what

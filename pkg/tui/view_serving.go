@@ -145,6 +145,20 @@ func (m Model) header() []string {
 	l4 := s.Label.Render("rollout ") + progressBar(int(sum.Updated), int(sum.Desired), 10) + " " + prog
 
 	l5 := s.Dim.Render(m.sv.rollout)
+	if len(sum.Roles) > 0 {
+		// Roles as sections of the rollout: each role's new and old groups, then the planner's step.
+		var parts []string
+		for _, c := range RoleCountsOf(ms, sum) {
+			parts = append(parts, fmt.Sprintf("%s new %d/%d (%d ready) old %d", c.Name, c.New, c.Desired, c.NewReady, c.Old))
+		}
+		l4 = s.Label.Render("roles ") + strings.Join(parts, " · ")
+		if r.Paused {
+			l4 += s.Warning.Render(" · PAUSED")
+		}
+		if plan, ok := RolePlan(ms, sum); ok {
+			l5 = s.Dim.Render(StepLine(plan))
+		}
+	}
 	switch {
 	case m.sv.rolloutErr != nil:
 		l5 = s.Error.Render(m.sv.rolloutErr.Error())
@@ -210,9 +224,17 @@ func (m Model) tableHeader() string {
 
 func groupLabel(g status.Group) string {
 	if g.Surge {
-		return strconv.Itoa(g.Index) + " surge"
+		return roleWord(g) + strconv.Itoa(g.Index) + " surge"
 	}
-	return strconv.Itoa(g.Index)
+	return roleWord(g) + strconv.Itoa(g.Index)
+}
+
+// roleWord is the group's role and a space, "" without roles.
+func roleWord(g status.Group) string {
+	if g.Role == "" {
+		return ""
+	}
+	return string(g.Role) + " "
 }
 
 // groupRow is one group: its pods as cells (leader first), revision, readiness and why not.
