@@ -245,3 +245,26 @@ func TestDeployWithRoles(t *testing.T) {
 	}
 	wantError(t, run(t, now, "-n", ns, "deploy", "-f", "x.yaml", "--decode-replicas", "2"), 1, "--decode-replicas cannot be combined with -f")
 }
+
+func TestRestartAGroupOfARole(t *testing.T) {
+	ns := namespace(t, "roles-restart")
+	_, _, _, objs := seedRoleServing(t, ns, "pd", ready("r1", 2), ready("r1", 6), true)
+	seedServing(t, ns, fixtures.Serving("single", ns).Replicas(2))
+	now := clockAfter(t, objs...)
+	r := script(t, stdinClosed, toFile, "-n", ns, "restart", "pd", "--role", "decode", "--group", "3")
+	expectCode(t, r, 0)
+	if want := qualified("pd") + " role decode group 3 restarting: deleted leader pod pd-decode-3; the group is recreated\n"; r.Out != want {
+		t.Errorf("restart --role --group printed %q, want %q", r.Out, want)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"restart", "pd", "--group", "1"}, []string{"pass --role with --group"}},
+		{[]string{"restart", "pd", "--role", "decode"}, []string{"--role decode needs --group"}},
+		{[]string{"restart", "pd", "--role", "prefill", "--group", "2"}, []string{"--group 2 does not exist", "role prefill has groups 0 to 1"}},
+		{[]string{"restart", "single", "--role", "decode", "--group", "0"}, []string{"--role decode", "no roles"}},
+	} {
+		wantError(t, run(t, now, append([]string{"-n", ns}, tc.args...)...), 1, tc.want...)
+	}
+}
