@@ -28,6 +28,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,6 +39,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,6 +57,7 @@ func main() {
 	reps := flag.Int("reps", 5, "repetitions of the recovery and rollout cases")
 	nodes := flag.Int("nodes", 0, "fake nodes (default: enough for the burst, at least 4)")
 	only := flag.String("only", "", "run one side only: lws or kubectl-llm")
+	flag.StringVar(&operatorArgs, "operator-args", "", "extra flags of kubectl-llm operator, space-separated (to try a setting)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 	if err := run(*n, *reps, *nodes, *only); err != nil {
@@ -82,8 +85,16 @@ type side struct {
 type results struct {
 	recovery, rollout, churnRecovery, churnRollout []time.Duration
 	burst                                          []time.Duration
-	cpuPerObject                                   time.Duration
-	rss                                            float64
+	// toLWS is, per burst object, top object created → its LeaderWorkerSet seen (kubectl-llm
+	// only: the operator's own step in); lwsReady is created → the LeaderWorkerSet's status says
+	// every group ready (LWS's work, and for kubectl-llm what came before it); fromLWS is that →
+	// the top object says Ready (kubectl-llm only: the operator's own step out).
+	toLWS, lwsReady, fromLWS []time.Duration
+	// requests are the API requests per burst object during the burst, by verb and resource,
+	// from the API server's own counters (every client: the controllers, scheduler, kwok…).
+	requests     map[string]float64
+	cpuPerObject time.Duration
+	rss          float64
 	// slowest is the burst object that took longest, and when it was created and how long.
 	slowest   string
 	slowestAt timing
@@ -120,7 +131,13 @@ func trace(ctx context.Context, ns, name string, t timing) {
 	fmt.Fprintln(os.Stderr, strings.Join(line, "  "))
 }
 
-var kc client.WithWatch
+var (
+	operatorArgs string
+	// operatorMetrics is the metrics address of the operator under test.
+	operatorMetrics string
+	kc              client.WithWatch
+	kube            *kubernetes.Clientset
+)
 
 func run(n, reps, nodes int, only string) error {
 	ctx := context.Background()
@@ -147,6 +164,9 @@ func run(n, reps, nodes int, only string) error {
 	cfg := cluster.Config
 	cfg.QPS, cfg.Burst = 200, 400
 	if kc, err = client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
+		return err
+	}
+	if kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
 	// The install's CRDs, ServiceAccount, roles and (empty) webhook configurations, for both sides:
@@ -218,14 +238,33 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
+	lwsSeen, err := firstSeen(ctx, &lwsv1.LeaderWorkerSetList{}, burstNS, func(client.Object) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	lwsReadySeen, err := firstSeen(ctx, &lwsv1.LeaderWorkerSetList{}, burstNS, func(o client.Object) bool { return lwsReady(o.(*lwsv1.LeaderWorkerSet)) })
+	if err != nil {
+		return nil, err
+	}
+	req0, err := apiRequests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var prom0 map[string]float64
+	if s.name == "kubectl-llm" {
+		prom0 = scrape(operatorMetrics)
+	}
 	cpu0, err := cpuTime(pid)
 	if err != nil {
 		return nil, err
 	}
 	created := make(map[string]time.Time, n)
+	createdAt := make(map[string]time.Time, n)
+	readyAt := make(map[string]time.Time, n)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("m%04d", i)
 		created[name] = time.Now()
+		createdAt[name] = created[name]
 		if err := s.create(ctx, burstNS, name, 1, 1, "engine:v1"); err != nil {
 			return nil, err
 		}
@@ -235,6 +274,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		select {
 		case name := <-readyCh:
 			if t, ok := created[name]; ok {
+				readyAt[name] = time.Now()
 				d := time.Since(t)
 				r.burst = append(r.burst, d)
 				if d > r.slowestAt.d {
@@ -246,12 +286,38 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 			return nil, fmt.Errorf("burst of %d: only %d Ready in time", n, len(r.burst))
 		}
 	}
-	trace(ctx, burstNS, r.slowest, r.slowestAt)
 	cpu1, err := cpuTime(pid)
 	if err != nil {
 		return nil, err
 	}
+	req1, err := apiRequests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.requests = perObject(req0, req1, n)
+	if s.name == "kubectl-llm" {
+		printInternals(os.Stderr, prom0, scrape(operatorMetrics), n)
+	}
+	trace(ctx, burstNS, r.slowest, r.slowestAt)
 	r.cpuPerObject = (cpu1 - cpu0) / time.Duration(n)
+	for name, t0 := range createdAt {
+		var tl, tr time.Time
+		var okL, okR bool
+		// The top object may say Ready a moment before this watch of its LWS delivers the same.
+		_, _ = until(ctx, 10*time.Second, func() (bool, error) {
+			tl, okL = lwsSeen.at(name)
+			tr, okR = lwsReadySeen.at(name)
+			return okL && okR, nil
+		})
+		if !okL || !okR {
+			return nil, fmt.Errorf("burst object %s: its LeaderWorkerSet was not seen (created %v, ready %v)", name, okL, okR)
+		}
+		r.lwsReady = append(r.lwsReady, tr.Sub(t0))
+		if s.name == "kubectl-llm" {
+			r.toLWS = append(r.toLWS, tl.Sub(t0))
+			r.fromLWS = append(r.fromLWS, max(0, readyAt[name].Sub(tr)))
+		}
+	}
 	if r.rss, err = rssMiB(pid); err != nil {
 		return nil, err
 	}
@@ -429,7 +495,14 @@ func lwsAlone(cluster *sim.Cluster) side {
 			return err
 		}
 		ac.OwnerReferences = nil // no ModelServing: LWS alone
-		return kc.Apply(ctx, ac, client.FieldOwner("scale"), client.ForceOwnership)
+		if err := kc.Apply(ctx, ac, client.FieldOwner("scale"), client.ForceOwnership); err != nil {
+			return err
+		}
+		// The Service in front of the leaders that a user of LWS alone applies beside it (as
+		// LWS's own vLLM example does), the one the operator makes: the same endpoints work.
+		svc := operator.DesiredService(ms)
+		svc.OwnerReferences = nil
+		return kc.Apply(ctx, svc, client.FieldOwner("scale"), client.ForceOwnership)
 	}
 	s.setImage = func(ctx context.Context, ns, name, image string) error {
 		lws := &lwsv1.LeaderWorkerSet{}
@@ -443,10 +516,6 @@ func lwsAlone(cluster *sim.Cluster) side {
 			}
 		}
 		return kc.Patch(ctx, lws, patch)
-	}
-	lwsReady := func(lws *lwsv1.LeaderWorkerSet) bool {
-		want := ptr.Deref(lws.Spec.Replicas, 1)
-		return lws.Status.ReadyReplicas == want && lws.Status.UpdatedReplicas == want && lws.Status.Replicas == want
 	}
 	s.ready = func(ctx context.Context, ns, name string) (bool, error) {
 		lws := &lwsv1.LeaderWorkerSet{}
@@ -500,6 +569,173 @@ func kubectlLLM(cluster *sim.Cluster, bin, dir string) side {
 	return s
 }
 
+// lwsReady says whether a LeaderWorkerSet's status reports every group ready on its spec.
+func lwsReady(lws *lwsv1.LeaderWorkerSet) bool {
+	want := ptr.Deref(lws.Spec.Replicas, 1)
+	return lws.Status.ReadyReplicas == want && lws.Status.UpdatedReplicas == want && lws.Status.Replicas == want
+}
+
+// seen is when a watch first saw each object satisfy a condition.
+type seen struct {
+	mu sync.Mutex
+	t  map[string]time.Time
+}
+
+func (s *seen) at(name string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.t[name]
+	return t, ok
+}
+
+// firstSeen records, from a watch of the namespace, when each object first satisfied cond.
+func firstSeen(ctx context.Context, list client.ObjectList, ns string, cond func(client.Object) bool) (*seen, error) {
+	names, err := watchTop(ctx, list, ns, cond)
+	if err != nil {
+		return nil, err
+	}
+	s := &seen{t: map[string]time.Time{}}
+	go func() {
+		for name := range names {
+			s.mu.Lock()
+			s.t[name] = time.Now()
+			s.mu.Unlock()
+		}
+	}()
+	return s, nil
+}
+
+// apiRequests reads the API server's request counters (apiserver_request_total) summed by
+// verb and resource ("PATCH modelservings/status").
+func apiRequests(ctx context.Context) (map[string]float64, error) {
+	raw, err := kube.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the API server's metrics: %w", err)
+	}
+	return parseRequests(string(raw)), nil
+}
+
+// parseRequests sums apiserver_request_total by verb and resource[/subresource], leaving out
+// WATCH and the watch list verbs (long-running, counted once per watch).
+func parseRequests(text string) map[string]float64 {
+	out := map[string]float64{}
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range strings.Split(line[len("apiserver_request_total{"):end], ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if ok {
+				labels[k] = strings.Trim(v, `"`)
+			}
+		}
+		verb := labels["verb"]
+		if verb == "WATCH" || verb == "WATCHLIST" || verb == "CONNECT" || labels["resource"] == "" {
+			continue
+		}
+		val, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil {
+			continue
+		}
+		res := labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			res += "/" + sub
+		}
+		out[verb+" "+res] += val
+	}
+	return out
+}
+
+// perObject is the difference of two request counts divided by n, leaving out what moved by
+// less than 0.05 per object.
+func perObject(before, after map[string]float64, n int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := (v - before[k]) / float64(n); d >= 0.05 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// isWrite says whether a verb of apiRequests changes state.
+func isWrite(key string) bool {
+	verb, _, _ := strings.Cut(key, " ")
+	switch verb {
+	case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE":
+		return true
+	}
+	return false
+}
+
+// scrape reads a Prometheus text endpoint into series → value ("name{labels}" as written);
+// nil when it cannot be read.
+func scrape(addr string) map[string]float64 {
+	out, err := exec.Command("curl", "-sf", "http://"+addr+"/metrics").Output()
+	if err != nil {
+		return nil
+	}
+	m := map[string]float64{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			m[line[:i]] = v
+		}
+	}
+	return m
+}
+
+// sumSeries sums the difference of every series of metric whose labels contain want.
+func sumSeries(before, after map[string]float64, metric, want string) float64 {
+	total := 0.0
+	for k, v := range after {
+		name, labels, _ := strings.Cut(k, "{")
+		if name == metric && strings.Contains(labels, want) {
+			total += v - before[k]
+		}
+	}
+	return total
+}
+
+// printInternals prints what the operator's own metrics say of the burst: per controller the
+// reconciles per object, the mean wait in its queue and the mean work of one pass; the client's
+// rate limiter's mean wait and its requests per object.
+func printInternals(w *os.File, before, after map[string]float64, n int) {
+	if before == nil || after == nil {
+		fmt.Fprintln(w, "operator metrics: not readable")
+		return
+	}
+	for _, c := range []string{"modelserving", "leaderworkerset", "pod"} {
+		rec := sumSeries(before, after, "controller_runtime_reconcile_total", `controller="`+c+`"`)
+		qs := sumSeries(before, after, "workqueue_queue_duration_seconds_sum", `name="`+c+`"`)
+		qc := sumSeries(before, after, "workqueue_queue_duration_seconds_count", `name="`+c+`"`)
+		ws := sumSeries(before, after, "workqueue_work_duration_seconds_sum", `name="`+c+`"`)
+		wc := sumSeries(before, after, "workqueue_work_duration_seconds_count", `name="`+c+`"`)
+		fmt.Fprintf(w, "operator %s: %.1f reconciles per object, queue wait %.0f ms mean, work %.0f ms mean\n",
+			c, rec/float64(n), 1000*qs/max(qc, 1), 1000*ws/max(wc, 1))
+	}
+	for _, verb := range []string{"GET", "POST", "PATCH", "PUT"} {
+		ds := sumSeries(before, after, "rest_client_request_duration_seconds_sum", `verb="`+verb+`"`)
+		dc := sumSeries(before, after, "rest_client_request_duration_seconds_count", `verb="`+verb+`"`)
+		fmt.Fprintf(w, "operator client %s: %.1f per object, %.0f ms mean\n", verb, dc/float64(n), 1000*ds/max(dc, 1))
+	}
+	rs := sumSeries(before, after, "rest_client_rate_limiter_duration_seconds_sum", "")
+	rc := sumSeries(before, after, "rest_client_rate_limiter_duration_seconds_count", "")
+	reqs := sumSeries(before, after, "rest_client_requests_total", "")
+	fmt.Fprintf(w, "operator client: %.1f requests per object, rate limiter wait %.0f ms mean over %.0f\n", reqs/float64(n), 1000*rs/max(rc, 1), rc)
+}
+
 // watchTop delivers each object's name once, the first time ready(object) holds.
 func watchTop(ctx context.Context, list client.ObjectList, ns string, ready func(client.Object) bool) (<-chan string, error) {
 	w, err := kc.Watch(ctx, list, client.InNamespace(ns))
@@ -551,6 +787,23 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	row(fmt.Sprintf("burst of %d → each Ready, p50", n), q(0.5))
 	row(fmt.Sprintf("burst of %d → each Ready, p99", n), q(0.99))
 	row(fmt.Sprintf("burst of %d → each Ready, max", n), q(1))
+	for _, l := range []struct {
+		name string
+		f    func(*results) []time.Duration
+	}{
+		{"created → its LeaderWorkerSet seen (the operator's step in)", func(r *results) []time.Duration { return r.toLWS }},
+		{"created → its LeaderWorkerSet's status Ready", func(r *results) []time.Duration { return r.lwsReady }},
+		{"LeaderWorkerSet Ready → serving Ready (the operator's step out)", func(r *results) []time.Duration { return r.fromLWS }},
+	} {
+		for _, p := range []float64{0.5, 0.99} {
+			row(fmt.Sprintf("burst: %s, p%.0f", l.name, p*100), func(r *results) []time.Duration {
+				if d := l.f(r); len(d) > 0 {
+					return []time.Duration{quantile(d, p)}
+				}
+				return nil
+			})
+		}
+	}
 	num := func(name, unit string, f func(*results) float64) {
 		a, b, ratio := "—", "—", "—"
 		if lws != nil {
@@ -566,6 +819,54 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	}
 	num("controller CPU per burst object", "ms", func(r *results) float64 { return float64(r.cpuPerObject.Microseconds()) / 1000 })
 	num("controller RSS after the burst", "MiB", func(r *results) float64 { return r.rss })
+	num("API writes per burst object (every client)", "", func(r *results) float64 { return sumRequests(r.requests, isWrite) })
+	num("API reads per burst object (every client)", "", func(r *results) float64 {
+		return sumRequests(r.requests, func(k string) bool { return !isWrite(k) })
+	})
+	printRequests(w, lws, llm)
+}
+
+func sumRequests(m map[string]float64, keep func(string) bool) float64 {
+	total := 0.0
+	for k, v := range m {
+		if keep(k) {
+			total += v
+		}
+	}
+	return total
+}
+
+// printRequests is the table of API requests per burst object by verb and resource, both sides.
+func printRequests(w *os.File, lws, llm *results) {
+	keys := map[string]bool{}
+	for _, r := range []*results{lws, llm} {
+		if r != nil {
+			for k := range r.requests {
+				keys[k] = true
+			}
+		}
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Slice(sorted, func(i, j int) bool {
+		if isWrite(sorted[i]) != isWrite(sorted[j]) {
+			return isWrite(sorted[i])
+		}
+		return sorted[i] < sorted[j]
+	})
+	fmt.Fprintln(w, "\nAPI requests per burst object, by verb and resource (the API server's counters):")
+	fmt.Fprintln(w, "\n| request | LWS alone | kubectl-llm |\n| --- | ---: | ---: |")
+	val := func(r *results, k string) string {
+		if r == nil || r.requests[k] == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f", r.requests[k])
+	}
+	for _, k := range sorted {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", k, val(lws, k), val(llm, k))
+	}
 }
 
 // spread is the median and "median [min–max]".
@@ -627,9 +928,15 @@ func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "operator", "--kubeconfig", kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
-		"--metrics-bind-address=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe),
-		"--webhook-port", strconv.Itoa(webhook), "--zap-log-level=error")
+	metrics, err := testenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	operatorMetrics = fmt.Sprintf("127.0.0.1:%d", metrics)
+	args := []string{"operator", "--kubeconfig", kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
+		"--metrics-bind-address=" + operatorMetrics, fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe),
+		"--webhook-port", strconv.Itoa(webhook), "--zap-log-level=error"}
+	cmd := exec.Command(bin, append(args, strings.Fields(operatorArgs)...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -82,7 +82,7 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"set", "image", "qwen"}, "expected NAME and IMAGE, got 1 argument(s): kubectl llm set image NAME IMAGE"},
 		{[]string{"set", "image", "qwen", "bad image"}, `IMAGE "bad image" is not an image reference`},
 		{[]string{"scale", "qwen"}, "--replicas is required: the number of groups, e.g. --replicas 2"},
-		{[]string{"scale", "qwen", "--replicas", "-2"}, "spec.replicas: Invalid value: -2: spec.replicas is the number of groups and must be between 0 and 1000"},
+		{[]string{"scale", "qwen", "--replicas", "-2"}, "--replicas must be 0 or more groups, not -2"},
 		{[]string{"canary", "qwen", "--groups", "1"}, "--image or --model is required"},
 		{[]string{"canary", "qwen", "--image", "x:1"}, "--groups is required"},
 		{[]string{"canary", "qwen", "--image", "x:1", "--groups", "0"}, "--groups must be 1 or more, not 0"},
@@ -92,6 +92,7 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"restart", "qwen", "--group", "7"}, `--group 7 does not exist: serving "qwen" has groups 0 to 2`},
 		{[]string{"restart", "qwen", "--group", "-1"}, "--group must be a group index of 0 or more, not -1"},
 		{[]string{"preflight"}, "NAME is required: kubectl llm preflight NAME"},
+		{[]string{"operator", "--concurrent-serving-syncs", "0"}, "--concurrent-serving-syncs and --concurrent-lws-syncs must be at least 1, not 0 and 4"},
 	}
 	var transcript strings.Builder
 	for _, tc := range cases {

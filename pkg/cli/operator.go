@@ -68,12 +68,15 @@ the API server must reach that address (true for the simulated cluster).`,
 	m := &o.Manager
 	f.StringVar(&m.MetricsAddr, "metrics-bind-address", m.MetricsAddr, `Address of the metrics endpoint ("0" turns it off)`)
 	f.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, `Address of /healthz and /readyz ("0" turns them off)`)
+	f.StringVar(&m.PprofAddr, "pprof-bind-address", "0", `Address of net/http/pprof, to profile the operator ("0" turns it off)`)
 	f.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "Elect a leader on a Lease so only one operator acts")
 	f.StringVar(&m.LeaderElectionID, "leader-election-id", m.LeaderElectionID, "Name of the leader election Lease")
 	f.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "Namespace of the Lease (default: the pod's namespace in-cluster, kubectl-llm-system outside, as the install's operator)")
 	f.StringVar(&m.Namespace, "watch-namespace", m.Namespace, "Only reconcile servings in this namespace (default: all)")
 	f.IntVar(&m.HistoryLimit, "revision-history-limit", m.HistoryLimit, "ControllerRevisions kept per serving")
 	f.StringVar(&m.LWS, "lws", m.LWS, "LeaderWorkerSet hosting: external (installed in the cluster), embedded (hosted here), auto (embedded when none is installed)")
+	f.IntVar(&m.ServingWorkers, "concurrent-serving-syncs", m.ServingWorkers, "Servings reconciled at once")
+	f.IntVar(&m.LWSWorkers, "concurrent-lws-syncs", m.LWSWorkers, "LeaderWorkerSets the embedded LWS reconciles at once")
 	f.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API server")
 	f.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API server")
 	f.IntVar(&m.Webhook.Port, "webhook-port", m.Webhook.Port, "Port of the embedded LWS webhooks")
@@ -170,6 +173,9 @@ func (o *OperatorOptions) Validate() error {
 	case operator.LWSExternal, operator.LWSEmbedded, operator.LWSAuto:
 	default:
 		return fmt.Errorf("--lws must be external, embedded or auto, not %q", o.Manager.LWS)
+	}
+	if o.Manager.ServingWorkers < 1 || o.Manager.LWSWorkers < 1 {
+		return fmt.Errorf("--concurrent-serving-syncs and --concurrent-lws-syncs must be at least 1, not %d and %d", o.Manager.ServingWorkers, o.Manager.LWSWorkers)
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, not %v and %d", o.QPS, o.Burst)

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -45,8 +46,10 @@ const (
 
 // Options configure the operator's manager. The cobra command binds its flags to these fields.
 type Options struct {
-	MetricsAddr             string
-	ProbeAddr               string
+	MetricsAddr string
+	ProbeAddr   string
+	// PprofAddr serves net/http/pprof (for measuring the operator); off when empty or "0".
+	PprofAddr               string
 	LeaderElect             bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
@@ -60,7 +63,17 @@ type Options struct {
 	Registry crmetrics.RegistererGatherer
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
+	// ServingWorkers is how many servings are reconciled at once; LWSWorkers, how many
+	// LeaderWorkerSets (and their pods) the embedded LWS reconciles at once. A pass mostly waits
+	// on the API server, so a burst of servings is served in parallel rather than in turn.
+	ServingWorkers, LWSWorkers int
 }
+
+// Default concurrency of the controllers (see Options.ServingWorkers).
+const (
+	DefaultServingWorkers = 16
+	DefaultLWSWorkers     = 4
+)
 
 // DefaultOptions are the defaults of `kubectl llm operator`.
 func DefaultOptions() Options {
@@ -72,6 +85,8 @@ func DefaultOptions() Options {
 		HistoryLimit:     DefaultHistoryLimit,
 		LWS:              LWSAuto,
 		Webhook:          DefaultWebhookOptions(),
+		ServingWorkers:   DefaultServingWorkers,
+		LWSWorkers:       DefaultLWSWorkers,
 	}
 }
 
@@ -188,6 +203,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
@@ -197,7 +213,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	// The default for controllers that set none: the embedded LWS reconcilers, whose single
 	// upstream worker otherwise makes StatefulSets one serving at a time (the scale harness saw
 	// 14 s of queueing at 100 servings).
-	mopts.Controller.MaxConcurrentReconciles = 4
+	mopts.Controller.MaxConcurrentReconciles = cmp.Or(opts.LWSWorkers, DefaultLWSWorkers)
 	if opts.SkipNameValidation {
 		mopts.Controller.SkipNameValidation = ptrTo(true)
 	}
@@ -232,6 +248,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("kubectl-llm"),
 		Clock: clock.RealClock{}, HistoryLimit: opts.HistoryLimit, Metrics: metrics,
 		Children: children, ChildrenCache: children, Live: mgr.GetAPIReader(),
+		Workers: cmp.Or(opts.ServingWorkers, DefaultServingWorkers),
 	}
 	if mode == LWSEmbedded {
 		// The embedded LWS caches every LeaderWorkerSet anyway: read ours from there.

@@ -76,6 +76,8 @@ type Reconciler struct {
 	// ChildrenCache is the cache whose Services and ControllerRevisions are watched, and
 	// LWSSource the one whose LeaderWorkerSets are; the manager's cache when nil.
 	ChildrenCache, LWSSource cache.Cache
+	// Workers is how many servings are reconciled at once; DefaultServingWorkers when 0.
+	Workers int
 
 	// applied remembers, per child, what our last apply produced (the LWS's generation, the
 	// Service's resourceVersion, both from the apply response), so a child that someone else
@@ -808,6 +810,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Kind(children, client.Object(&appsv1.ControllerRevision{}), ownedBy)).
 		Watches(&corev1.Pod{}, podToServing).
 		Watches(&corev1.Event{}, eventToServing).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultServingWorkers)}).
 		Complete(r)
 }
