@@ -14,7 +14,7 @@ FUZZ_TIME ?= 10s
 all: build
 
 build: ## Build bin/kubectl-llm.
-	go build -o bin/kubectl-llm ./cmd/kubectl-llm
+	CGO_ENABLED=0 go build -trimpath -o bin/kubectl-llm ./cmd/kubectl-llm
 
 generate: ## Regenerate deepcopy code and the CRD from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...

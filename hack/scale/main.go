@@ -57,6 +57,8 @@ func main() {
 	reps := flag.Int("reps", 5, "repetitions of the recovery and rollout cases")
 	nodes := flag.Int("nodes", 0, "fake nodes (default: enough for the burst, at least 4)")
 	only := flag.String("only", "", "run one side only: lws or kubectl-llm")
+	flag.StringVar(&cpuFile, "cpu", "", "save the operator's CPU profile of the burst's first 30 s to this file (go tool pprof)")
+	flag.StringVar(&heapFile, "heap", "", "save the operator's heap profile after the burst to this file (go tool pprof)")
 	flag.StringVar(&operatorArgs, "operator-args", "", "extra flags of kubectl-llm operator, space-separated (to try a setting)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -94,7 +96,9 @@ type results struct {
 	// from the API server's own counters (every client: the controllers, scheduler, kwok…).
 	requests     map[string]float64
 	cpuPerObject time.Duration
-	rss          float64
+	// rssIdle is the controller's RSS before the burst (after the recovery and rollout cases).
+	rssIdle float64
+	rss     float64
 	// slowest is the burst object that took longest, and when it was created and how long.
 	slowest   string
 	slowestAt timing
@@ -132,7 +136,9 @@ func trace(ctx context.Context, ns, name string, t timing) {
 }
 
 var (
-	operatorArgs string
+	operatorArgs, heapFile, cpuFile string
+	// operatorPprof is the pprof address of the operator under test when -heap is given.
+	operatorPprof string
 	// operatorMetrics is the metrics address of the operator under test.
 	operatorMetrics string
 	kc              client.WithWatch
@@ -148,8 +154,12 @@ func run(n, reps, nodes int, only string) error {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "kubectl-llm")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kubectl-llm")
-	build.Dir, build.Stderr = root, os.Stderr
+	// As the release builds it (.goreleaser.yaml), and as hack/build-lws-manager.sh builds the
+	// upstream manager: a default cgo build links kubectl-llm dynamically, with every symbol
+	// exported (cli-runtime reaches kustomize, which imports package plugin), 12 MiB more of the
+	// binary's pages resident.
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/kubectl-llm")
+	build.Dir, build.Stderr, build.Env = root, os.Stderr, append(os.Environ(), "CGO_ENABLED=0")
 	if err := build.Run(); err != nil {
 		return err
 	}
@@ -233,6 +243,10 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		return nil, err
 	}
 
+	if r.rssIdle, err = rssMiB(pid); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "%s RSS before the burst: %s\n", s.name, rssParts(pid))
 	burstNS := newNamespace(ctx, s.name+"-burst")
 	readyCh, err := s.watchReady(ctx, burstNS)
 	if err != nil {
@@ -251,8 +265,15 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		return nil, err
 	}
 	var prom0 map[string]float64
+	var profiling *exec.Cmd
 	if s.name == "kubectl-llm" {
 		prom0 = scrape(operatorMetrics)
+		if cpuFile != "" {
+			profiling = exec.Command("curl", "-sf", "-o", cpuFile, "http://"+operatorPprof+"/debug/pprof/profile?seconds=30")
+			if err := profiling.Start(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	cpu0, err := cpuTime(pid)
 	if err != nil {
@@ -297,6 +318,16 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	r.requests = perObject(req0, req1, n)
 	if s.name == "kubectl-llm" {
 		printInternals(os.Stderr, prom0, scrape(operatorMetrics), n)
+		if profiling != nil {
+			if err := profiling.Wait(); err != nil {
+				return nil, fmt.Errorf("CPU profile: %w", err)
+			}
+		}
+		if heapFile != "" {
+			if out, err := exec.Command("curl", "-sf", "-o", heapFile, "http://"+operatorPprof+"/debug/pprof/heap?gc=1").CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("heap profile: %v %s", err, out)
+			}
+		}
 	}
 	trace(ctx, burstNS, r.slowest, r.slowestAt)
 	r.cpuPerObject = (cpu1 - cpu0) / time.Duration(n)
@@ -725,6 +756,9 @@ func printInternals(w *os.File, before, after map[string]float64, n int) {
 		fmt.Fprintf(w, "operator %s: %.1f reconciles per object, queue wait %.0f ms mean, work %.0f ms mean\n",
 			c, rec/float64(n), 1000*qs/max(qc, 1), 1000*ws/max(wc, 1))
 	}
+	for _, m := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes"} {
+		fmt.Fprintf(w, "operator %s after the burst: %.1f MiB\n", m, after[m]/(1<<20))
+	}
 	for _, verb := range []string{"GET", "POST", "PATCH", "PUT"} {
 		ds := sumSeries(before, after, "rest_client_request_duration_seconds_sum", `verb="`+verb+`"`)
 		dc := sumSeries(before, after, "rest_client_request_duration_seconds_count", `verb="`+verb+`"`)
@@ -818,6 +852,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, a, b, ratio)
 	}
 	num("controller CPU per burst object", "ms", func(r *results) float64 { return float64(r.cpuPerObject.Microseconds()) / 1000 })
+	num("controller RSS before the burst", "MiB", func(r *results) float64 { return r.rssIdle })
 	num("controller RSS after the burst", "MiB", func(r *results) float64 { return r.rss })
 	num("API writes per burst object (every client)", "", func(r *results) float64 { return sumRequests(r.requests, isWrite) })
 	num("API reads per burst object (every client)", "", func(r *results) float64 {
@@ -915,6 +950,25 @@ func rssMiB(pid int) (float64, error) {
 	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }
 
+// rssParts is a process's resident memory by kind from /proc/<pid>/status: anonymous (heap,
+// stacks) and file-backed (the binary's pages), in MiB.
+func rssParts(pid int) string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		for _, key := range []string{"RssAnon:", "RssFile:"} {
+			if strings.HasPrefix(line, key) {
+				kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
+				parts = append(parts, fmt.Sprintf("%s %.1f MiB", strings.TrimSuffix(key, ":"), kb/1024))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
@@ -936,6 +990,14 @@ func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 	args := []string{"operator", "--kubeconfig", kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
 		"--metrics-bind-address=" + operatorMetrics, fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe),
 		"--webhook-port", strconv.Itoa(webhook), "--zap-log-level=error"}
+	if heapFile != "" || cpuFile != "" {
+		port, err := testenv.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		operatorPprof = fmt.Sprintf("127.0.0.1:%d", port)
+		args = append(args, "--pprof-bind-address="+operatorPprof)
+	}
 	cmd := exec.Command(bin, append(args, strings.Fields(operatorArgs)...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
