@@ -238,7 +238,7 @@ func rolesShortage(t *testing.T) {
 	if err := kc.Delete(ctx, blockers[0], client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("GPUs freed: every group on the new revision in %s", waitOnRevision(t, ns, rev, "the rollout to complete once GPUs are free"))
+	t.Logf("GPUs freed: every group on the new revision in %s", waitOnRevision(t, ns, rev, 2+12, "the rollout to complete once GPUs are free"))
 	ratioReport(t, "GPU shortage, then GPUs freed", ratio)
 }
 
@@ -269,17 +269,7 @@ func rolesRollout(t *testing.T, surge, unavailable intstr.IntOrString) {
 	rev := revision.Name("qwen", spec)
 	ratio := watchRatio(t, next, rev)
 	update(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1" })
-	took := testenv.Eventually(t, 3*settle, "the rollout to complete", func() (bool, error) {
-		ms := getServing(t, ns, "qwen")
-		onRev := 0
-		for _, p := range live(pods(t, ns, "qwen")) {
-			if p.Revision == rev && p.Ready {
-				onRev++
-			}
-		}
-		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Phase == v1.PhaseReady && ms.Status.UpdateRevision == rev &&
-			ms.Status.CurrentRevision == rev && onRev == 16, fmt.Errorf("phase %s, %d of 16 pods ready on %s", ms.Status.Phase, onRev, rev)
-	})
+	took := waitOnRevision(t, ns, rev, 16, "the rollout to complete")
 	ratio.mu.Lock()
 	events, violations, most, least := ratio.events, append([]string(nil), ratio.violations...), maps.Clone(ratio.most), maps.Clone(ratio.least)
 	ratio.mu.Unlock()
@@ -353,8 +343,8 @@ func ratioReport(t *testing.T, what string, w *ratioWatch) {
 	}
 }
 
-// waitOnRevision waits until every pod of the 2:6 serving is ready on rev and the status says so.
-func waitOnRevision(t *testing.T, ns, rev, what string) time.Duration {
+// waitOnRevision waits until the serving qwen's n pods are all ready on rev and the status says so.
+func waitOnRevision(t *testing.T, ns, rev string, n int, what string) time.Duration {
 	t.Helper()
 	return testenv.Eventually(t, 2*settle, what, func() (bool, error) {
 		ms := getServing(t, ns, "qwen")
@@ -365,7 +355,7 @@ func waitOnRevision(t *testing.T, ns, rev, what string) time.Duration {
 			}
 		}
 		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Phase == v1.PhaseReady && ms.Status.CurrentRevision == rev &&
-			onRev == 16, fmt.Errorf("phase %s, current %s, %d of 16 pods ready on %s", ms.Status.Phase, ms.Status.CurrentRevision, onRev, rev)
+			onRev == n, fmt.Errorf("phase %s, current %s, %d of %d pods ready on %s", ms.Status.Phase, ms.Status.CurrentRevision, onRev, n, rev)
 	})
 }
 
@@ -434,7 +424,7 @@ func TestRolesCanaryPauseUndoAndRoleRestart(t *testing.T) {
 	if out, err := kubectlLLM("-n", ns, "rollout", "resume", "qwen"); err != nil {
 		t.Fatalf("rollout resume: %v\n%s", err, out)
 	}
-	t.Logf("resumed: every group on the new revision in %s", waitOnRevision(t, ns, rev2, "the resumed rollout to complete"))
+	t.Logf("resumed: every group on the new revision in %s", waitOnRevision(t, ns, rev2, 16, "the resumed rollout to complete"))
 	ratioReport(t, "canary, pause, promote, resume", ratio)
 
 	// Undo: back to the previous revision, every role together.
@@ -442,7 +432,7 @@ func TestRolesCanaryPauseUndoAndRoleRestart(t *testing.T) {
 	if out, err := kubectlLLM("-n", ns, "rollout", "undo", "qwen"); err != nil {
 		t.Fatalf("rollout undo: %v\n%s", err, out)
 	}
-	t.Logf("undone: every group back on %s in %s", rev1, waitOnRevision(t, ns, rev1, "the undo to complete"))
+	t.Logf("undone: every group back on %s in %s", rev1, waitOnRevision(t, ns, rev1, 16, "the undo to complete"))
 	ratioReport(t, "undo", back)
 
 	// kubectl llm restart --role decode: every decode group recreated, no prefill pod.
