@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,7 +118,7 @@ func rolePlanInput(obs *observed, updateRev string, now time.Time) (roleplan.Inp
 				if g.Ready() {
 					r.ReadyUpdated++
 				}
-			case roleRestartOnly(g, updateRev, servingRestart):
+			case g.WaitsForRoleRestart(updateRev, servingRestart):
 				r.Restarting++
 			case g.Revision != "":
 				r.Old++
@@ -138,23 +137,6 @@ func rolePlanInput(obs *observed, updateRev string, now time.Time) (roleplan.Inp
 		Roles: roles, Strategy: ms.Spec.Rollout.Strategy, Paused: ms.Spec.Rollout.Paused,
 		RollingOut: ms.Status.CurrentRevision != "" && ms.Status.CurrentRevision != updateRev,
 	}, nil
-}
-
-// roleRestartOnly reports a group that runs the update revision and the serving's restart id and
-// waits only for its role's (spec.roles[].restart): the role restarts it alone, without a rollout.
-func roleRestartOnly(g status.Group, updateRev, servingRestart string) bool {
-	if updateRev == "" || g.Revision != updateRev {
-		return false
-	}
-	for _, p := range g.Pods {
-		if p.State == status.PodMissing {
-			continue
-		}
-		if p.Revision != updateRev || (p.RestartID != servingRestart && !strings.HasPrefix(p.RestartID, servingRestart+v1.RoleRestartSeparator)) {
-			return false
-		}
-	}
-	return true
 }
 
 // leaving reports a group on its way out, which the planner must not count: at or above the
