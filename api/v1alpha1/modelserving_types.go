@@ -468,6 +468,10 @@ type RoleStatus struct {
 	// Endpoint is the in-cluster address of the role's leaders: <serving>-<role>-api.<namespace>.svc:<port>.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
+	// RestartID is the last spec.roles[].restart.id carried out on every group of the role.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	RestartID string `json:"restartID,omitempty"`
 }
 
 // MaxStatusGroups bounds status.groups so a large serving keeps a small object.

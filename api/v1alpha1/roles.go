@@ -32,6 +32,8 @@ const MaxRoleNameLength = MaxNameLength - len("-prefill")
 // RoleSpec is one role of a disaggregated serving: its own groups and what its pods need.
 // Unset fields take the serving's value (spec.groupSize, spec.resources, spec.scheduling and
 // spec.rollout's maxSurge and maxUnavailable), field by field.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.restart) || has(self.restart)",message="spec.roles[].restart cannot be removed once set: to restart the role again, set a new spec.roles[].restart.id"
 type RoleSpec struct {
 	// Name is prefill or decode.
 	Name RoleName `json:"name"`
@@ -68,6 +70,21 @@ type RoleSpec struct {
 	// Rollout holds the role's own rollout limits and canary partition.
 	// +optional
 	Rollout *RoleRolloutSpec `json:"rollout,omitempty"`
+
+	// Restart is a declarative restart of this role alone: a new id restarts the role's groups
+	// through its rollout limits, the other roles' groups stay as they are (spec.restart restarts
+	// every role). status.roles[].restartID reports it done.
+	// +optional
+	Restart *RoleRestartSpec `json:"restart,omitempty"`
+}
+
+// RoleRestartSpec is a declarative restart of one role (spec.roles[].restart); it has the shape
+// of RestartSpec, with its own messages.
+type RoleRestartSpec struct {
+	// ID identifies a restart request of the role; any new value restarts the role's groups.
+	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="spec.roles[].restart.id must not be empty: set a new value, such as the current time, to restart the role's groups"
+	// +kubebuilder:validation:MaxLength=253
+	ID string `json:"id"`
 }
 
 // RoleRolloutSpec is what a role may set of the rollout; the strategy, pause and deadline are
@@ -108,8 +125,9 @@ func (s *ModelServingSpec) Role(name RoleName) *RoleSpec {
 
 // ForRole is the single-role spec that the groups of one role are made from: the serving's
 // spec with the role's fields in place of the serving's (replicas, group size, each resource,
-// each scheduling field, maxSurge, maxUnavailable, partition) and the role's args and env after
-// the engine's. Its Roles is nil, so everything that builds or judges the groups of a serving
+// each scheduling field, maxSurge, maxUnavailable, partition), the role's args and env after
+// the engine's, and a restart id that changes with the serving's and with the role's
+// (RoleRestartID). Its Roles is nil, so everything that builds or judges the groups of a serving
 // without roles does the same for one role. The second result is false when the serving has no
 // role of that name.
 func (s ModelServingSpec) ForRole(name RoleName) (ModelServingSpec, bool) {
@@ -128,6 +146,7 @@ func (s ModelServingSpec) ForRole(name RoleName) (ModelServingSpec, bool) {
 	out.Scheduling = mergeScheduling(out.Scheduling, r.Scheduling)
 	out.Engine.Args = append(out.Engine.Args, r.Args...)
 	out.Engine.Env = append(out.Engine.Env, r.Env...)
+	out.Restart = roleRestart(s.Restart, r.Restart)
 	// A partition is a group index, which means a different group in each role: the serving's
 	// (which the CRD keeps at 0 with roles) never applies to a role.
 	out.Rollout.Partition = nil
@@ -145,6 +164,34 @@ func (s ModelServingSpec) ForRole(name RoleName) (ModelServingSpec, bool) {
 		out.Rollout.Partition = &zero
 	}
 	return out, true
+}
+
+// RoleRestartID is the restart id the pods of a role are created for: the serving's
+// spec.restart.id, followed by the role's spec.roles[].restart.id when it is set, so that a new
+// id of either restarts the role's groups, and a role never restarted keeps the serving's id
+// (its pods stay as they are when the field is first used). "" when neither is set.
+func RoleRestartID(serving, role string) string {
+	if role == "" {
+		return serving
+	}
+	return serving + RoleRestartSeparator + role
+}
+
+// RoleRestartSeparator separates the serving's restart id from the role's in RoleRestartID.
+const RoleRestartSeparator = "/role:"
+
+func roleRestart(serving *RestartSpec, role *RoleRestartSpec) *RestartSpec {
+	s, r := "", ""
+	if serving != nil {
+		s = serving.ID
+	}
+	if role != nil {
+		r = role.ID
+	}
+	if id := RoleRestartID(s, r); id != "" {
+		return &RestartSpec{ID: id}
+	}
+	return nil
 }
 
 func mergeResources(base, role ResourceSpec) ResourceSpec {

@@ -141,6 +141,8 @@ func TestBadRoleSpecsAreRefusedWithAMessage(t *testing.T) {
 		{"role surge not a number or percent", func(s map[string]any) { role(s, 0)["rollout"] = map[string]any{"maxSurge": "one"} }, "spec.roles[].rollout.maxSurge must be a number of groups between 0 and 1000 or a percentage"},
 		{"negative role unavailable", func(s map[string]any) { role(s, 0)["rollout"] = map[string]any{"maxUnavailable": -1} }, "spec.roles[].rollout.maxUnavailable must be a number of groups between 0 and 1000"},
 		{"negative role partition", func(s map[string]any) { role(s, 1)["rollout"] = map[string]any{"partition": -1} }, "spec.roles[].rollout.partition must be between 0 and 1000"},
+		{"an empty role restart id", func(s map[string]any) { role(s, 1)["restart"] = map[string]any{"id": " "} }, "spec.roles[].restart.id must not be empty"},
+		{"a role restart without an id", func(s map[string]any) { role(s, 1)["restart"] = map[string]any{} }, "spec.roles[1].restart.id: Required value"},
 		{"role gpus out of range", func(s map[string]any) { role(s, 0)["resources"] = map[string]any{"gpus": 65} }, "spec.roles[0].resources.gpus: Invalid value"},
 		{"role scheduler not a DNS name", func(s map[string]any) {
 			role(s, 1)["scheduling"] = map[string]any{"schedulerName": "My_Scheduler"}
@@ -231,5 +233,32 @@ func TestTheSampleWithRolesIsAccepted(t *testing.T) {
 	}
 	if len(ms.Spec.Roles) != 2 || *ms.Spec.Roles[0].Replicas != 2 || *ms.Spec.Roles[1].Replicas != 6 {
 		t.Errorf("roles = %+v, want 2 prefill and 6 decode groups", ms.Spec.Roles)
+	}
+}
+
+func TestARoleRestartCanBeSetAndChangedButNotRemoved(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ms := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Name: "pd", Namespace: ns}, Spec: v1.ModelServingSpec{Model: "m", Roles: []v1.RoleSpec{
+		{Name: v1.RolePrefill, Replicas: ptr.To[int32](2)}, {Name: v1.RoleDecode, Replicas: ptr.To[int32](6)},
+	}}}
+	if err := env.Client.Create(ctx, ms); err != nil {
+		t.Fatalf("create without a role restart must be allowed: %v", err)
+	}
+	for _, id := range []string{"1", "2"} {
+		ms.Spec.Roles[1].Restart = &v1.RoleRestartSpec{ID: id}
+		if err := env.Client.Update(ctx, ms); err != nil {
+			t.Fatalf("setting decode's restart.id to %s must be allowed: %v", id, err)
+		}
+	}
+	// Prefill's restart is independent: setting it leaves decode's alone.
+	ms.Spec.Roles[0].Restart = &v1.RoleRestartSpec{ID: "p1"}
+	if err := env.Client.Update(ctx, ms); err != nil {
+		t.Fatalf("setting prefill's restart must be allowed: %v", err)
+	}
+	ms.Spec.Roles[1].Restart = nil
+	err := env.Client.Update(ctx, ms)
+	if err == nil || !strings.Contains(err.Error(), "spec.roles[].restart cannot be removed once set") {
+		t.Fatalf("removing decode's restart: got %v, want a refusal saying it cannot be removed", err)
 	}
 }

@@ -83,3 +83,31 @@ func TestForRoleNeverTakesTheServingsPartition(t *testing.T) {
 		t.Errorf("partition = %v, want 0", d.Rollout.Partition)
 	}
 }
+
+// A role's pods are created for the serving's restart id and the role's: a new id of either
+// restarts the role, and a role never restarted keeps the serving's id (its pods stay put).
+func TestForRoleRestartIDChangesWithTheServingsAndTheRoles(t *testing.T) {
+	id := func(s v1.ModelServingSpec, r v1.RoleName) string {
+		rs, _ := s.ForRole(r)
+		if rs.Restart == nil {
+			return "<nil>"
+		}
+		return rs.Restart.ID
+	}
+	s := v1.ModelServingSpec{Roles: []v1.RoleSpec{{Name: v1.RolePrefill}, {Name: v1.RoleDecode}}}
+	if got := id(s, v1.RoleDecode); got != "<nil>" {
+		t.Errorf("never restarted: %s, want no restart", got)
+	}
+	s.Restart = &v1.RestartSpec{ID: "a"}
+	if got := id(s, v1.RoleDecode); got != "a" {
+		t.Errorf("serving restarted: %s, want a", got)
+	}
+	s.Roles[1].Restart = &v1.RoleRestartSpec{ID: "x"}
+	if p, d := id(s, v1.RolePrefill), id(s, v1.RoleDecode); p != "a" || d != "a/role:x" {
+		t.Errorf("decode restarted: prefill %s, decode %s; want a and a/role:x", p, d)
+	}
+	s.Restart = nil
+	if got := id(s, v1.RoleDecode); got != "/role:x" {
+		t.Errorf("decode restarted alone: %s, want /role:x", got)
+	}
+}

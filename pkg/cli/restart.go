@@ -17,12 +17,13 @@ import (
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 )
 
-// RestartOptions restart every group (a new spec.restart.id) or one group (delete its leader).
+// RestartOptions restart every group (a new spec.restart.id), every group of one role (a new
+// spec.roles[].restart.id) or one group (delete its leader).
 type RestartOptions struct {
 	*RootOptions
 	servingTarget
 	Group int32
-	// Role names the role whose group --group is, for a serving with roles.
+	// Role names the role to restart, or whose group --group is, for a serving with roles.
 	Role string
 	servingOutput
 
@@ -32,21 +33,24 @@ type RestartOptions struct {
 func newRestartCommand(root *RootOptions) *cobra.Command {
 	o := &RestartOptions{RootOptions: root}
 	cmd := &cobra.Command{
-		Use:   "restart NAME [--group I]",
-		Short: "Restart every group (through the rollout rules) or one group",
+		Use:   "restart NAME [--role R] [--group I]",
+		Short: "Restart every group, a role's groups (through the rollout rules) or one group",
 		Long: `Without --group: set a new spec.restart.id (the current time). The operator stamps it on the pod
 template, so every group is recreated through the normal rollout rules (maxSurge, maxUnavailable),
-never all at once.
+never all at once. With roles, every role restarts in lockstep, as in a rollout.
+
+With --role R (a serving with roles): set a new spec.roles[].restart.id of that role. Its groups are
+recreated through the role's rollout rules; the other role's groups stay as they are.
 
 With --group I: delete the leader pod of group I. LeaderWorkerSet then recreates the whole group
 (a broken rank breaks the collective), leaving the other groups alone. A serving with roles numbers
 each role's groups on its own: give the role with --role.`,
-		Example:           "  kubectl llm restart qwen\n  kubectl llm restart qwen --group 1\n  kubectl llm restart qwen-pd --role decode --group 3",
+		Example:           "  kubectl llm restart qwen\n  kubectl llm restart qwen --group 1\n  kubectl llm restart qwen-pd --role decode\n  kubectl llm restart qwen-pd --role decode --group 3",
 		ValidArgsFunction: completeServingNames(root),
 		RunE:              runE(o.Complete, o.Validate, o.Run),
 	}
 	cmd.Flags().Int32Var(&o.Group, "group", 0, "Restart only this group (its index)")
-	cmd.Flags().StringVar(&o.Role, "role", "", "With --group, the role (prefill or decode) the group is of, for a serving with roles")
+	cmd.Flags().StringVar(&o.Role, "role", "", "Restart only this role's groups (prefill or decode), or with --group the role the group is of, for a serving with roles")
 	_ = cmd.RegisterFlagCompletionFunc("role", completeRoleNames)
 	o.addOutputFlag(cmd)
 	return cmd
@@ -58,9 +62,9 @@ func (o *RestartOptions) Complete(cmd *cobra.Command, args []string) error {
 	return o.complete(o.RootOptions, args)
 }
 
-// Validate checks --group.
+// Validate checks --group and --role.
 func (o *RestartOptions) Validate() error {
-	if err := o.validateOneName("kubectl llm restart NAME [--group I]"); err != nil {
+	if err := o.validateOneName("kubectl llm restart NAME [--role R] [--group I]"); err != nil {
 		return err
 	}
 	if o.set("group") && o.Group < 0 {
@@ -70,9 +74,6 @@ func (o *RestartOptions) Validate() error {
 		if err := validateRoleFlag(o.Role); err != nil {
 			return err
 		}
-		if !o.set("group") {
-			return fmt.Errorf("--role %s needs --group I: one group of a role can be restarted; restarting a whole role is not in the API yet (spec.restart restarts every role, without --role)", o.Role)
-		}
 	}
 	return o.validateOutput()
 }
@@ -81,6 +82,9 @@ func (o *RestartOptions) Validate() error {
 func (o *RestartOptions) Run(ctx context.Context) error {
 	if o.set("group") {
 		return o.restartGroup(ctx)
+	}
+	if o.set("role") {
+		return o.restartRole(ctx)
 	}
 	id := o.Clock.Now().UTC().Format(time.RFC3339)
 	ms, err := patchServing(ctx, o.client, o.namespace, o.Name, o.host(), func(ms *v1.ModelServing) error {
@@ -94,6 +98,27 @@ func (o *RestartOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return o.printChanged(o.Streams.Out, ms, "%s restarting (restart id %s): groups are recreated under the rollout rules\n", qualified(o.Name), id)
+}
+
+// restartRole sets a new spec.roles[].restart.id of the role.
+func (o *RestartOptions) restartRole(ctx context.Context) error {
+	id := o.Clock.Now().UTC().Format(time.RFC3339)
+	ms, err := patchServing(ctx, o.client, o.namespace, o.Name, o.host(), func(ms *v1.ModelServing) error {
+		if err := checkRoleFlag(ms, o.Role, true, "restart", ""); err != nil {
+			return err
+		}
+		r := ms.Spec.Role(v1.RoleName(o.Role))
+		if r.Restart != nil && r.Restart.ID == id {
+			id = o.Clock.Now().UTC().Format(time.RFC3339Nano) // a second restart within the same second
+		}
+		r.Restart = &v1.RoleRestartSpec{ID: id}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return o.printChanged(o.Streams.Out, ms, "%s role %s restarting (restart id %s): its groups are recreated under its rollout rules, the other role's stay\n",
+		qualified(o.Name), o.Role, id)
 }
 
 func (o *RestartOptions) restartGroup(ctx context.Context) error {

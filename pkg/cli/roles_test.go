@@ -261,10 +261,45 @@ func TestRestartAGroupOfARole(t *testing.T) {
 		want []string
 	}{
 		{[]string{"restart", "pd", "--group", "1"}, []string{"pass --role with --group"}},
-		{[]string{"restart", "pd", "--role", "decode"}, []string{"--role decode needs --group"}},
+		{[]string{"restart", "single", "--role", "decode"}, []string{"--role decode", "no roles"}},
+		{[]string{"restart", "pd", "--role", "encode"}, []string{"--role"}},
 		{[]string{"restart", "pd", "--role", "prefill", "--group", "2"}, []string{"--group 2 does not exist", "role prefill has groups 0 to 1"}},
 		{[]string{"restart", "single", "--role", "decode", "--group", "0"}, []string{"--role decode", "no roles"}},
 	} {
 		wantError(t, run(t, now, append([]string{"-n", ns}, tc.args...)...), 1, tc.want...)
+	}
+}
+
+func TestRestartARoleSetsItsRestartIDAndLeavesTheOtherRole(t *testing.T) {
+	ns := namespace(t, "roles-restart-role")
+	_, _, _, objs := seedRoleServing(t, ns, "pd", ready("r1", 2), ready("r1", 6), true)
+	now := clockAfter(t, objs...)
+	r := run(t, now, "-n", ns, "restart", "pd", "--role", "decode")
+	expectCode(t, r, 0)
+	id := now.UTC().Format(time.RFC3339)
+	if want := qualified("pd") + " role decode restarting (restart id " + id + "): its groups are recreated under its rollout rules, the other role's stay\n"; r.Out != want {
+		t.Errorf("restart --role printed %q, want %q", r.Out, want)
+	}
+	ms := getServing(t, ns, "pd")
+	if d := ms.Spec.Role(v1.RoleDecode); d.Restart == nil || d.Restart.ID != id {
+		t.Fatalf("decode restart %+v, want id %s", d.Restart, id)
+	}
+	if p := ms.Spec.Role(v1.RolePrefill); p.Restart != nil || ms.Spec.Restart != nil {
+		t.Errorf("prefill restart %+v, serving restart %+v; want neither set", p.Restart, ms.Spec.Restart)
+	}
+	// Again: a new id, so the role restarts again.
+	r = run(t, now.Add(time.Minute), "-n", ns, "restart", "pd", "--role", "decode", "-o", "name")
+	expectCode(t, r, 0)
+	if r.Out != qualified("pd")+"\n" {
+		t.Errorf("-o name printed %q", r.Out)
+	}
+	if again := getServing(t, ns, "pd").Spec.Role(v1.RoleDecode).Restart.ID; again == id {
+		t.Errorf("a second restart kept the id %s", again)
+	}
+	// As scripts call it: stdin closed, output to a file.
+	r = script(t, stdinClosed, toFile, "-n", ns, "restart", "pd", "--role", "prefill", "-o", "name")
+	expectCode(t, r, 0)
+	if p := getServing(t, ns, "pd").Spec.Role(v1.RolePrefill); r.Out != qualified("pd")+"\n" || p.Restart == nil {
+		t.Errorf("script restart --role prefill printed %q, prefill restart %+v", r.Out, p.Restart)
 	}
 }

@@ -77,8 +77,9 @@ func computeRoles(obs *observed, in computeInput, out intent, updateSpec revisio
 }
 
 // rolePlanInput is the planner's input: each role's limits from the spec and, from the role's
-// pods, its groups on the update revision (and restart id), how many of those are ready, and its
-// groups on older ones. A group whose leader is gone (being recreated) counts by where the LWS
+// pods, its groups on the update revision (and restart ids), how many of those are ready, its
+// groups on older ones (or waiting for the serving's restart), and those waiting only for the
+// role's own restart. A group whose leader is gone (being recreated) counts by where the LWS
 // will recreate it: on the update revision at or above the partition, else on the old one. A
 // group on its way out (leaving) is not counted.
 func rolePlanInput(obs *observed, updateRev string, now time.Time) (roleplan.Input, error) {
@@ -87,14 +88,18 @@ func rolePlanInput(obs *observed, updateRev string, now time.Time) (roleplan.Inp
 	if err != nil {
 		return roleplan.Input{}, err
 	}
-	restartID := ""
+	servingRestart := ""
 	if ms.Spec.Restart != nil {
-		restartID = ms.Spec.Restart.ID
+		servingRestart = ms.Spec.Restart.ID
 	}
 	for i := range roles {
 		r := &roles[i]
 		seen := obs.role(r.Name)
 		spec, _ := ms.Spec.ForRole(r.Name) // RolesOf lists the spec's roles
+		restartID := ""                    // the serving's and the role's (v1.RoleRestartID)
+		if spec.Restart != nil {
+			restartID = spec.Restart.ID
+		}
 		partition, replicas, liveRev := int32(0), int32(0), ""
 		if seen.lws != nil {
 			replicas = ptr.Deref(seen.lws.Spec.Replicas, 0)
@@ -113,11 +118,16 @@ func rolePlanInput(obs *observed, updateRev string, now time.Time) (roleplan.Inp
 				if g.Ready() {
 					r.ReadyUpdated++
 				}
+			case g.WaitsForRoleRestart(updateRev, servingRestart):
+				r.Restarting++
 			case g.Revision != "":
 				r.Old++
 			case seen.lws == nil:
 			case int32(g.Index) >= partition && liveRev == updateRev:
 				r.Updated++
+			case liveRev == updateRev:
+				// Recreated below the partition from the same revision: waiting for its restart.
+				r.Restarting++
 			default:
 				r.Old++
 			}

@@ -193,6 +193,40 @@ func TestComputeRolesMovesEveryRoleByThePlanner(t *testing.T) {
 			prefill: roleShape{2, 0, "2", v2rev}, decode: roleShape{6, 0, "6", v2rev}, state: roleplan.Complete,
 		},
 		{
+			name: "a restart of decode alone (spec.roles[].restart) moves decode by its own limits and leaves prefill where it is",
+			obs: func() *observed {
+				ms := rolling(v1ms)
+				ms.Spec.Roles[1].Restart = &v1.RoleRestartSpec{ID: "r1"}
+				return pdObserved(ms, pdPods(2, 6, v1rev, v1rev), v1rev, 0, 0, recorded(t, v1ms, 1))
+			},
+			prefill: roleShape{2, 0, "2", v1rev}, decode: roleShape{6, 5, "6", v1rev}, state: roleplan.Progressing,
+		},
+		{
+			name: "a restart of decode alone waits for decode's own new group, not for prefill",
+			obs: func() *observed {
+				ms := rolling(v1ms)
+				ms.Spec.Roles[1].Restart = &v1.RoleRestartSpec{ID: "r1"}
+				pods := pdPods(2, 6, v1rev, v1rev, "decode-5")
+				for i := range pods {
+					if pods[i].Labels[naming.LabelRole] == "decode" && pods[i].Labels[lwsv1.GroupIndexLabelKey] == "5" {
+						pods[i].Annotations = map[string]string{v1.AnnotationRestartID: v1.RoleRestartID("", "r1")}
+					}
+				}
+				return pdObserved(ms, pods, v1rev, 0, 5, recorded(t, v1ms, 1))
+			},
+			prefill: roleShape{2, 0, "2", v1rev}, decode: roleShape{6, 5, "6", v1rev},
+			state: roleplan.Waiting, why: "decode restart: 0 of 1 new groups ready",
+		},
+		{
+			name: "a restart of the serving (spec.restart) moves every role in lockstep",
+			obs: func() *observed {
+				ms := rolling(v1ms)
+				ms.Spec.Restart = &v1.RestartSpec{ID: "s1"}
+				return pdObserved(ms, pdPods(2, 6, v1rev, v1rev), v1rev, 0, 0, recorded(t, v1ms, 1))
+			},
+			prefill: roleShape{2, 1, "2", v1rev}, decode: roleShape{6, 5, "6", v1rev}, state: roleplan.Progressing,
+		},
+		{
 			name: "Recreate stops the old groups of every role first",
 			obs: func() *observed {
 				ms := rolling(v2ms)
@@ -263,5 +297,27 @@ func TestComputeRolesChildren(t *testing.T) {
 	svc := prefill.service
 	if *svc.Name != "qwen-prefill-api" || svc.Spec.Selector[naming.LabelRole] != "prefill" || svc.Labels[v1.LabelName] != "qwen" {
 		t.Errorf("prefill Service %s selects %v, labels %v", *svc.Name, svc.Spec.Selector, svc.Labels)
+	}
+}
+
+func TestARoleRestartIDIsStampedOnThatRolesTemplateOnly(t *testing.T) {
+	ms := fixtures.Serving("qwen", "ns").Roles(2, 6, 2).GPUs(1).Obj()
+	ms.Spec.Restart = &v1.RestartSpec{ID: "s1"}
+	ms.Spec.Roles[1].Restart = &v1.RoleRestartSpec{ID: "r1"}
+	got := compute(&observed{serving: ms}, computeInput{now: computeNow})
+	if got.specErr != nil {
+		t.Fatal(got.specErr)
+	}
+	want := map[v1.RoleName]string{v1.RolePrefill: "s1", v1.RoleDecode: "s1/role:r1"}
+	for _, ri := range got.roles {
+		for _, tmpl := range []string{"leader", "worker"} {
+			pt := ri.lws.Spec.LeaderWorkerTemplate.WorkerTemplate
+			if tmpl == "leader" {
+				pt = ri.lws.Spec.LeaderWorkerTemplate.LeaderTemplate
+			}
+			if id := pt.Annotations[v1.AnnotationRestartID]; id != want[ri.name] {
+				t.Errorf("%s %s template restart id %q, want %q", ri.name, tmpl, id, want[ri.name])
+			}
+		}
 	}
 }

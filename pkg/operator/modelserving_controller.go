@@ -618,10 +618,24 @@ func NextStatus(ms *v1.ModelServing, sum status.Summary, updateRev string, now t
 		next.Roles = append(next.Roles, v1.RoleStatus{
 			Name: rs.Role, Replicas: rs.Replicas, ReadyReplicas: rs.Ready, UpdatedReplicas: rs.Updated,
 			ReadyGroups: fmt.Sprintf("%d/%d", rs.Ready, rs.Desired), Groups: groupStatuses(rs, updateRev),
-			Endpoint: naming.RoleEndpoint(ms, rs.Role),
+			Endpoint: naming.RoleEndpoint(ms, rs.Role), RestartID: roleRestartID(ms, prev, rs),
 		})
 	}
 	return next
+}
+
+// roleRestartID is the role's spec.roles[].restart.id once every group of the role runs it (and the
+// serving's restart id), else the one the status recorded.
+func roleRestartID(ms *v1.ModelServing, prev v1.ModelServingStatus, rs status.Summary) string {
+	if r := ms.Spec.Role(rs.Role); r != nil && r.Restart != nil && rs.RestartDone {
+		return r.Restart.ID
+	}
+	for _, p := range prev.Roles {
+		if p.Name == rs.Role {
+			return p.RestartID
+		}
+	}
+	return ""
 }
 
 func optionalTime(t time.Time) *metav1.Time {

@@ -112,6 +112,12 @@ func RolePodTemplate(in TemplateInput, role v1.RoleName, member Role) (corev1.Po
 		return corev1.PodTemplateSpec{}, err
 	}
 	in.Spec = eff
+	// The role's pods are created for the serving's restart id and the role's (a new id of the
+	// role restarts the role alone).
+	in.RestartID = ""
+	if eff.Restart != nil {
+		in.RestartID = eff.Restart.ID
+	}
 	pod, err := PodTemplate(in, member)
 	if err != nil {
 		return pod, err

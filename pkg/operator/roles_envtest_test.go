@@ -37,6 +37,12 @@ func pdServing(ns, name string) *v1.ModelServing {
 // would (envtest has no LWS controller).
 func createRolePods(t *testing.T, ns, serving string, role v1.RoleName, groups int, rev string) {
 	t.Helper()
+	createRolePodsFor(t, ns, serving, role, groups, rev, "")
+}
+
+// createRolePodsFor is createRolePods for pods made from a template stamped with restartID.
+func createRolePodsFor(t *testing.T, ns, serving string, role v1.RoleName, groups int, rev, restartID string) {
+	t.Helper()
 	ctx := context.Background()
 	lws := naming.RoleWorkloadName(serving, role)
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
@@ -52,6 +58,9 @@ func createRolePods(t *testing.T, ns, serving string, role v1.RoleName, groups i
 					lwsv1.GroupIndexLabelKey: fmt.Sprint(g), lwsv1.WorkerIndexLabelKey: fmt.Sprint(w),
 				}},
 				Spec: corev1.PodSpec{NodeName: "gpu-node-0", Containers: []corev1.Container{{Name: "engine", Image: "x"}}},
+			}
+			if restartID != "" {
+				pod.Annotations = map[string]string{v1.AnnotationRestartID: restartID}
 			}
 			if err := env.Client.Create(ctx, pod); err != nil {
 				t.Fatal(err)
@@ -202,6 +211,67 @@ func TestRolesRunAsOneLWSAndServicePerRoleMovedByThePlanner(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+func TestARoleRestartRestartsThatRoleAloneAndIsReportedDone(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := env.Client.Create(ctx, pdServing(ns, "qwen")); err != nil {
+		t.Fatal(err)
+	}
+	first := waitServing(t, ns, "qwen", "the first status", func(ms *v1.ModelServing) bool {
+		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision != ""
+	})
+	r1 := first.Status.UpdateRevision
+	createRolePods(t, ns, "qwen", v1.RolePrefill, 2, r1)
+	createRolePods(t, ns, "qwen", v1.RoleDecode, 6, r1)
+	waitServing(t, ns, "qwen", "every group ready", func(ms *v1.ModelServing) bool { return ms.Status.ReadyGroups == "8/8" })
+	prefillBefore := waitLWS(t, ns, "qwen-prefill", func(*lwsv1.LeaderWorkerSet) bool { return true })
+
+	// kubectl llm restart qwen --role decode: decode's template gets its restart id, and decode
+	// alone moves by its own limits (one group: step 1 of 6); prefill's LWS is not written.
+	updateServing(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Roles[1].Restart = &v1.RoleRestartSpec{ID: "d1"} })
+	waitRoleShapes(t, ns, "decode's first group restarting, prefill untouched",
+		"replicas 2 partition 0 maxSurge 0 maxUnavailable 2 revision "+r1, "replicas 6 partition 5 maxSurge 0 maxUnavailable 6 revision "+r1)
+	decode := waitLWS(t, ns, "qwen-decode", func(*lwsv1.LeaderWorkerSet) bool { return true })
+	if id := decode.Spec.LeaderWorkerTemplate.LeaderTemplate.Annotations[v1.AnnotationRestartID]; id != v1.RoleRestartID("", "d1") {
+		t.Errorf("decode leader template restart id %q, want %q", id, v1.RoleRestartID("", "d1"))
+	}
+	restarting := waitServing(t, ns, "qwen", "Restarting", func(ms *v1.ModelServing) bool {
+		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
+		return c != nil && c.Reason == v1.ReasonRestarting
+	})
+	if c := meta.FindStatusCondition(restarting.Status.Conditions, v1.ConditionProgressing); !strings.Contains(c.Message, "step 1 of 6") {
+		t.Errorf("Progressing %q, want decode's own step", c.Message)
+	}
+	if restarting.Status.Roles[1].RestartID != "" {
+		t.Errorf("decode restart reported done (%q) before any group restarted", restarting.Status.Roles[1].RestartID)
+	}
+	prefillNow := waitLWS(t, ns, "qwen-prefill", func(*lwsv1.LeaderWorkerSet) bool { return true })
+	if prefillNow.ResourceVersion != prefillBefore.ResourceVersion {
+		t.Errorf("prefill's LWS was written by decode's restart (resourceVersion %s -> %s)", prefillBefore.ResourceVersion, prefillNow.ResourceVersion)
+	}
+
+	// Every decode group recreated for d1 (as LWS would, one at a time): reported done, for
+	// decode only.
+	if err := env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{naming.LabelRole: "decode"},
+		client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "decode's pods gone", func() (bool, error) {
+		list := &corev1.PodList{}
+		err := env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{naming.LabelRole: "decode"})
+		return err == nil && len(list.Items) == 0, err
+	})
+	createRolePodsFor(t, ns, "qwen", v1.RoleDecode, 6, r1, v1.RoleRestartID("", "d1"))
+	done := waitServing(t, ns, "qwen", "decode's restart reported done", func(ms *v1.ModelServing) bool {
+		return len(ms.Status.Roles) == 2 && ms.Status.Roles[1].RestartID == "d1" && ms.Status.ReadyGroups == "8/8"
+	})
+	if done.Status.Roles[0].RestartID != "" || done.Status.RestartID != "" {
+		t.Errorf("restart ids prefill %q, serving %q; want none: only decode was restarted", done.Status.Roles[0].RestartID, done.Status.RestartID)
+	}
+	waitRoleShapes(t, ns, "every role back to partition 0",
+		"replicas 2 partition 0 maxSurge 0 maxUnavailable 2 revision "+r1, "replicas 6 partition 0 maxSurge 0 maxUnavailable 6 revision "+r1)
 }
 
 func TestARoleChildThatIsNotOursIsLeftAloneAndReported(t *testing.T) {

@@ -43,6 +43,10 @@ type Role struct {
 	// the plan: an old group that is not ready is replaced all the same (a rollout is often what
 	// fixes it).
 	Old int32
+	// Restarting counts the role's groups on the new revision that are waiting for the role's own
+	// restart (spec.roles[].restart). Without a rollout under way they are replaced by the role
+	// alone, within its limits, and no other role moves; during a rollout they are old groups of it.
+	Restarting int32
 }
 
 // Input is one serving's roles and rollout settings.
@@ -101,14 +105,26 @@ type Plan struct {
 	// new groups are not ready, the pause, the canary, Recreate's old groups ("" when nothing
 	// holds it).
 	Why string
+	// Restart says the plan restarts roles alone (their spec.roles[].restart) and no rollout is
+	// under way: Step and Steps are then the restarting role's own.
+	Restart bool
 }
 
 // Next is the plan for now, from what exists.
 func Next(in Input) Plan {
 	rs := resolved(in.Roles)
-	rolling := in.RollingOut
+	rolling, restarting := in.RollingOut, false
 	for _, r := range rs {
 		rolling = rolling || r.Old > 0
+		restarting = restarting || r.Restarting > 0
+	}
+	if !rolling && restarting {
+		return alone(in, rs)
+	}
+	for i := range rs {
+		// During a rollout a role's restart rides along: its groups are old groups of the rollout.
+		rs[i].Old, rs[i].Restarting = rs[i].Old+rs[i].Restarting, 0
+		rolling = rolling || rs[i].Old > 0
 	}
 	if !rolling || final(rs) {
 		return direct(rs)
@@ -121,6 +137,42 @@ func Next(in Input) Plan {
 	}
 	return stepwise(rs)
 }
+
+// alone is the plan of a restart of some roles without a rollout: each restarting role is planned
+// as a serving of that one role (its own steps of maxSurge + maxUnavailable groups, its pause and
+// canary), and the other roles go straight to their groups. A restart keeps the revision, so the
+// roles' shares of it do not change and there is no ratio to keep.
+func alone(in Input, rs []Role) Plan {
+	p := Plan{Restart: true}
+	var whys []string
+	for _, r := range rs {
+		if r.Restarting == 0 {
+			t := Target{Name: r.Name, Replicas: r.Desired, Updated: r.Desired}
+			p.Roles = append(p.Roles, t)
+			if p.State == "" && (r.Updated != r.Desired || r.ReadyUpdated < r.Desired) {
+				p.State = Progressing
+			}
+			continue
+		}
+		r.Old, r.Restarting = r.Restarting, 0
+		sub := Next(Input{Roles: []Role{r}, Strategy: in.Strategy, Paused: in.Paused})
+		p.Roles = append(p.Roles, sub.Roles[0])
+		if p.Steps == 0 {
+			p.Step, p.Steps = sub.Step, sub.Steps
+		}
+		if sub.Why != "" {
+			whys = append(whys, string(r.Name)+" restart: "+strings.TrimPrefix(sub.Why, string(r.Name)+": "))
+		}
+		if p.State == "" || stateRank[sub.State] > stateRank[p.State] {
+			p.State = sub.State
+		}
+	}
+	p.Why = strings.Join(whys, "; ")
+	return p
+}
+
+// stateRank orders the states of the roles restarting alone: the plan reports the busiest.
+var stateRank = map[State]int{Complete: 0, CanaryHeld: 1, Paused: 2, Waiting: 3, Progressing: 4}
 
 // direct is the plan when no rollout is under way: every role straight to its groups.
 func direct(rs []Role) Plan {
@@ -260,8 +312,11 @@ func Steps(in Input) []Plan {
 		for i, t := range p.Roles {
 			cur.Roles[i].Updated, cur.Roles[i].Old = t.Updated, t.Partition()
 			cur.Roles[i].ReadyUpdated = t.Updated
+			if p.Restart {
+				cur.Roles[i].Restarting, cur.Roles[i].Old = cur.Roles[i].Old, 0
+			}
 		}
-		cur.RollingOut = p.Steps > 0
+		cur.RollingOut = p.Steps > 0 && !p.Restart
 	}
 	return out
 }

@@ -290,3 +290,52 @@ func TestRolesOfResolvesEachRoleAgainstItsOwnGroups(t *testing.T) {
 		t.Errorf("roles (-want +got):\n%s", diff)
 	}
 }
+
+// restartDecode is decode's own restart (spec.roles[].restart) with no rollout under way: every
+// group on the revision and ready, decode's waiting for its new restart id.
+func restartDecode(surge, unavailable int32) roleplan.Input {
+	in := pd(2, 6, surge, unavailable)
+	in.RollingOut = false
+	in.Roles[0].Old, in.Roles[0].Updated, in.Roles[0].ReadyUpdated = 0, 2, 2
+	in.Roles[1].Old, in.Roles[1].Restarting = 0, 6
+	return in
+}
+
+func TestARoleRestartedAloneMovesThatRoleByItsOwnLimitsAndNotTheOther(t *testing.T) {
+	got := roleplan.Steps(restartDecode(0, 1))
+	// Decode's six groups one at a time, as a serving of decode alone; prefill stays 2/2 all along.
+	want := []shape{{2, 2, 6, 1}, {2, 2, 6, 2}, {2, 2, 6, 3}, {2, 2, 6, 4}, {2, 2, 6, 5}, {2, 2, 6, 6}, {2, 2, 6, 6}}
+	if diff := cmp.Diff(want, shapes(got)); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	for i, p := range got[:len(got)-1] {
+		if !p.Restart || p.State != roleplan.Progressing || p.Step != i+1 || p.Steps != 6 {
+			t.Errorf("plan %d: restart %v, state %s, step %d of %d; want a Progressing restart, step %d of 6", i, p.Restart, p.State, p.Step, p.Steps, i+1)
+		}
+	}
+	if last := got[len(got)-1]; last.State != roleplan.Complete || last.Restart {
+		t.Errorf("last plan %s (restart %v), want Complete", last.State, last.Restart)
+	}
+}
+
+func TestARoleRestartWaitsForItsOwnGroupsAndSaysSo(t *testing.T) {
+	in := restartDecode(1, 0)
+	in.Roles[1].Updated = 1 // its surge group exists, not ready yet
+	p := roleplan.Next(in)
+	if one(p) != (shape{2, 2, 7, 1}) || p.State != roleplan.Waiting || p.Why != "decode restart: 0 of 1 new groups ready" {
+		t.Errorf("plan %+v %s %q; want decode's surge group awaited, prefill untouched", one(p), p.State, p.Why)
+	}
+	in.Paused = true
+	if p := roleplan.Next(in); p.State != roleplan.Paused || one(p) != (shape{2, 2, 7, 1}) {
+		t.Errorf("paused: plan %+v %s; want every group held", one(p), p.State)
+	}
+}
+
+func TestARoleRestartDuringARolloutRidesAlongInLockstep(t *testing.T) {
+	in := pd(2, 6, 0, 1)
+	in.Roles[1].Old, in.Roles[1].Restarting = 3, 3 // half of decode old, half on the revision waiting for its restart
+	p := roleplan.Next(in)
+	if p.Restart || one(p) != (shape{2, 1, 6, 1}) || p.Steps != 6 {
+		t.Errorf("plan %+v restart %v, %d steps; want the lockstep rollout's first step", one(p), p.Restart, p.Steps)
+	}
+}

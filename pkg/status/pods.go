@@ -255,6 +255,24 @@ func (g Group) Updated(revision, restartID string) bool {
 	return true
 }
 
+// WaitsForRoleRestart reports a group of a role that runs the given revision and the serving's
+// restart id and waits only for its role's (spec.roles[].restart, v1.RoleRestartID): the role
+// restarts it alone, without a rollout.
+func (g Group) WaitsForRoleRestart(revision, servingRestartID string) bool {
+	if revision == "" || g.Revision != revision {
+		return false
+	}
+	for _, p := range g.Pods {
+		if p.State == PodMissing {
+			continue
+		}
+		if p.Revision != revision || (p.RestartID != servingRestartID && !strings.HasPrefix(p.RestartID, servingRestartID+v1.RoleRestartSeparator)) {
+			return false
+		}
+	}
+	return true
+}
+
 // Reason is why the group is not ready: its first unready pod's reason with the pod's role. It
 // holds no duration (it is stored in status.groups); Since is when that pod's state began.
 func (g Group) Reason() string {

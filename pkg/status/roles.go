@@ -104,13 +104,15 @@ func roleInputOf(roles []RoleInput, name v1.RoleName) RoleInput {
 }
 
 // roleStatusBase is what a role's summary compares with: the counts its status.roles entry
-// recorded and the serving's revisions, restart and progress time.
+// recorded and the serving's revisions, restart (with the role's) and progress time.
 func roleStatusBase(prev v1.ModelServingStatus, name v1.RoleName) v1.ModelServingStatus {
 	out := v1.ModelServingStatus{UpdateRevision: prev.UpdateRevision, CurrentRevision: prev.CurrentRevision,
 		RestartID: prev.RestartID, LastProgressTime: prev.LastProgressTime}
 	for _, r := range prev.Roles {
 		if r.Name == name {
 			out.Replicas, out.ReadyReplicas, out.UpdatedReplicas, out.ReadyGroups = r.Replicas, r.ReadyReplicas, r.UpdatedReplicas, r.ReadyGroups
+			// The role's pods are created for both ids (v1.RoleRestartID): so is its record.
+			out.RestartID = v1.RoleRestartID(prev.RestartID, r.RestartID)
 		}
 	}
 	return out

@@ -26,6 +26,11 @@ func RolePlanInput(ms *v1.ModelServing, sum status.Summary, rev string) (rolepla
 			if rs.Role == r.Name {
 				c := countRole(ms, rs, rev)
 				r.Updated, r.ReadyUpdated, r.Old = int32(c.New), int32(c.NewReady), int32(c.Old)
+				for _, g := range rs.Groups {
+					if g.Exists() && !g.Updated(rev, RoleRestartID(ms.Spec, r.Name)) && g.WaitsForRoleRestart(rev, RoleRestartID(ms.Spec, "")) {
+						r.Old, r.Restarting = r.Old-1, r.Restarting+1 // the role's own restart, planned alone
+					}
+				}
 			}
 		}
 	}
@@ -34,12 +39,17 @@ func RolePlanInput(ms *v1.ModelServing, sum status.Summary, rev string) (rolepla
 		RollingOut: cur != "" && cur != rev}, nil
 }
 
-// RoleRestartID is the restart id the pods of a role should carry: the serving's spec.restart.id.
-func RoleRestartID(spec v1.ModelServingSpec, _ v1.RoleName) string {
+// RoleRestartID is the restart id the pods of a role should carry: the serving's spec.restart.id
+// and the role's spec.roles[].restart.id (v1.RoleRestartID); the serving's alone for the role "".
+func RoleRestartID(spec v1.ModelServingSpec, role v1.RoleName) string {
+	serving, own := "", ""
 	if spec.Restart != nil {
-		return spec.Restart.ID
+		serving = spec.Restart.ID
 	}
-	return ""
+	if r := spec.Role(role); r != nil && r.Restart != nil {
+		own = r.Restart.ID
+	}
+	return v1.RoleRestartID(serving, own)
 }
 
 // RolePlan is the planner's current step for a serving with roles, from what a view sees; false

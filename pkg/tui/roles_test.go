@@ -92,3 +92,32 @@ func TestRolesScreen(t *testing.T) {
 		t.Errorf("restarting a role's group from the view does not say how:\n%s", display(t, m))
 	}
 }
+
+// A restart of decode alone is planned as decode's own steps: the view shows decode moving and
+// prefill staying at all its groups.
+func TestARoleRestartIsPlannedAloneFromWhatTheViewSees(t *testing.T) {
+	ms := fixtures.Serving("pd", "default").Roles(2, 6, 2).Obj()
+	ms.Status.CurrentRevision, ms.Status.UpdateRevision = "pd-r1", "pd-r1"
+	ms.Spec.Roles[1].Restart = &v1.RoleRestartSpec{ID: "d1"}
+	var pods []corev1.Pod
+	for g := range 2 {
+		pods = append(pods, fixtures.RoleGroup("pd", v1.RolePrefill, g, 2, "pd-r1")...)
+	}
+	for g := range 6 {
+		group := fixtures.RoleGroup("pd", v1.RoleDecode, g, 2, "pd-r1")
+		if g == 5 { // restarted already
+			for i := range group {
+				group[i].Annotations = map[string]string{v1.AnnotationRestartID: v1.RoleRestartID("", "d1")}
+			}
+		}
+		pods = append(pods, group...)
+	}
+	sum := status.Summarize(status.InputOf(status.Observed{Serving: ms, Pods: pods}, now))
+	plan, ok := RolePlan(ms, sum)
+	if !ok {
+		t.Fatal("no plan")
+	}
+	if !plan.Restart || plan.Step != 2 || plan.Steps != 6 || plan.Roles[0].Updated != 2 || plan.Roles[1].Updated != 2 {
+		t.Errorf("plan %+v; want decode's step 2 of 6 alone, prefill at its 2 groups", plan)
+	}
+}

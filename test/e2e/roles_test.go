@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -23,6 +25,7 @@ import (
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/pkg/roleplan"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
+	"github.com/kubectl-llm/kubectl-llm/test/sim"
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
@@ -146,30 +149,52 @@ func TestRolesPrefillDecodeRolloutKeepsTheRatio(t *testing.T) {
 	t.Run("a GPU shortage in prefill holds decode", rolesShortage)
 }
 
-// rolesShortage: prefill groups are one pod of 8 GPUs (a whole node) in zone a, whose two nodes
-// they fill; decode groups two pods of one GPU in zone b, which has room for more. With maxSurge 1
-// the decode surge group fits and the prefill one cannot: decode must wait at step 1 instead of
-// running ahead, and the status must say which role holds it.
+// rolesShortage: prefill groups are one pod of 4 GPUs in zone a (two nodes of 8), whose spare
+// GPUs two blocker pods then take; decode groups two pods of one GPU in zone b, which has room for
+// more. With maxSurge 1 the decode surge group fits and the prefill one cannot: decode must wait
+// at step 1 instead of running ahead, and the status must say which role holds it. A blocker
+// deleted frees a group's GPUs: the rollout then completes, the ratio kept on every event.
 func rolesShortage(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	ms := newPDServing(ns, "qwen", 2, 6, 2)
 	surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
 	ms.Spec.Rollout.MaxSurge, ms.Spec.Rollout.MaxUnavailable = &surge, &unavailable
-	ms.Spec.Roles[0].GroupSize, ms.Spec.Roles[0].Resources.GPUs = ptr.To[int32](1), ptr.To[int32](8)
-	ms.Spec.Roles[0].Scheduling.NodeSelector = map[string]string{"topology.kubernetes.io/zone": "sim-region-1a"}
+	zoneA := map[string]string{"topology.kubernetes.io/zone": "sim-region-1a"}
+	ms.Spec.Roles[0].GroupSize, ms.Spec.Roles[0].Resources.GPUs = ptr.To[int32](1), ptr.To[int32](4)
+	ms.Spec.Roles[0].Scheduling.NodeSelector = zoneA
 	ms.Spec.Roles[1].Scheduling.NodeSelector = map[string]string{"topology.kubernetes.io/zone": "sim-region-1b"}
 	if err := kc.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("2 prefill groups (8 GPUs) + 6 decode groups Ready in %s", waitReady(t, ns, "qwen", settle))
+	t.Logf("2 prefill groups (4 GPUs) + 6 decode groups Ready in %s", waitReady(t, ns, "qwen", settle))
+	var blockers []*corev1.Pod
+	for i := range 2 {
+		b := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("blocker-%d", i), Namespace: ns}, Spec: corev1.PodSpec{
+			NodeSelector: zoneA,
+			Containers: []corev1.Container{{Name: "other", Image: "other-team/trainer", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{sim.GPUResource: resource.MustParse("4")},
+				Limits:   corev1.ResourceList{sim.GPUResource: resource.MustParse("4")},
+			}}},
+		}}
+		if err := kc.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		blockers = append(blockers, b)
+	}
+	testenv.Eventually(t, settle, "the blockers to take zone a's spare GPUs", func() (bool, error) {
+		for _, b := range blockers {
+			got := &corev1.Pod{}
+			if err := kc.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil || got.Spec.NodeName == "" {
+				return false, fmt.Errorf("%s not scheduled (%v)", b.Name, err)
+			}
+		}
+		return true, nil
+	})
 	next := getServing(t, ns, "qwen").DeepCopy()
 	next.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1"
-	spec, err := revision.SpecOf(next.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ratio := watchRatio(t, next, revision.Name("qwen", spec))
+	rev := revisionOf(t, next)
+	ratio := watchRatio(t, next, rev)
 	update(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1" })
 	var held *v1.ModelServing
 	took := testenv.Eventually(t, settle, "prefill's surge group short of GPUs, named in the status", func() (bool, error) {
@@ -203,11 +228,18 @@ func rolesShortage(t *testing.T) {
 		}
 	}
 	ratio.mu.Lock()
-	defer ratio.mu.Unlock()
 	if ratio.most[v1.RoleDecode] != 1 || len(ratio.violations) > 0 {
 		t.Errorf("decode reached %d ready new groups while prefill had none; %d events out of step", ratio.most[v1.RoleDecode], len(ratio.violations))
 	}
 	t.Logf("held for 10 s: decode %d ready new group, prefill %d; %d pod events checked", ratio.most[v1.RoleDecode], ratio.most[v1.RolePrefill], ratio.events)
+	ratio.mu.Unlock()
+
+	// One blocker gone: a prefill group's GPUs are free, and the rollout completes.
+	if err := kc.Delete(ctx, blockers[0], client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("GPUs freed: every group on the new revision in %s", waitOnRevision(t, ns, rev, 2+12, "the rollout to complete once GPUs are free"))
+	ratioReport(t, "GPU shortage, then GPUs freed", ratio)
 }
 
 func rolesRollout(t *testing.T, surge, unavailable intstr.IntOrString) {
@@ -237,17 +269,7 @@ func rolesRollout(t *testing.T, surge, unavailable intstr.IntOrString) {
 	rev := revision.Name("qwen", spec)
 	ratio := watchRatio(t, next, rev)
 	update(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1" })
-	took := testenv.Eventually(t, 3*settle, "the rollout to complete", func() (bool, error) {
-		ms := getServing(t, ns, "qwen")
-		onRev := 0
-		for _, p := range live(pods(t, ns, "qwen")) {
-			if p.Revision == rev && p.Ready {
-				onRev++
-			}
-		}
-		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Phase == v1.PhaseReady && ms.Status.UpdateRevision == rev &&
-			ms.Status.CurrentRevision == rev && onRev == 16, fmt.Errorf("phase %s, %d of 16 pods ready on %s", ms.Status.Phase, onRev, rev)
-	})
+	took := waitOnRevision(t, ns, rev, 16, "the rollout to complete")
 	ratio.mu.Lock()
 	events, violations, most, least := ratio.events, append([]string(nil), ratio.violations...), maps.Clone(ratio.most), maps.Clone(ratio.least)
 	ratio.mu.Unlock()
@@ -289,5 +311,148 @@ func rolesRollout(t *testing.T, surge, unavailable intstr.IntOrString) {
 		if decodeBefore[n] != uid {
 			t.Errorf("decode pod %s was recreated by a prefill worker's loss", n)
 		}
+	}
+}
+
+// snapshot is the live pods of a serving by name (UID and revision), once none is being
+// deleted or unready: what "nothing moves" compares.
+func settledPods(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	var out map[string]string
+	testenv.Eventually(t, settle, "every pod of "+name+" ready and none deleting", func() (bool, error) {
+		out = map[string]string{}
+		for _, p := range pods(t, ns, name) {
+			if p.Deleting || !p.Ready {
+				return false, fmt.Errorf("pod %s deleting %v ready %v", p.Name, p.Deleting, p.Ready)
+			}
+			out[p.Name] = string(p.UID) + " " + p.Revision
+		}
+		return true, nil
+	})
+	return out
+}
+
+// ratioReport fails the test when the watch saw the roles out of step, and logs what it checked.
+func ratioReport(t *testing.T, what string, w *ratioWatch) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("%s: the ratio was checked on %d pod events", what, w.events)
+	if len(w.violations) > 0 {
+		t.Errorf("%s: the roles' ready shares were more than one step apart on %d of %d events, first: %s", what, len(w.violations), w.events, w.violations[0])
+	}
+}
+
+// waitOnRevision waits until the serving qwen's n pods are all ready on rev and the status says so.
+func waitOnRevision(t *testing.T, ns, rev string, n int, what string) time.Duration {
+	t.Helper()
+	return testenv.Eventually(t, 2*settle, what, func() (bool, error) {
+		ms := getServing(t, ns, "qwen")
+		onRev := 0
+		for _, p := range live(pods(t, ns, "qwen")) {
+			if p.Revision == rev && p.Ready {
+				onRev++
+			}
+		}
+		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Phase == v1.PhaseReady && ms.Status.CurrentRevision == rev &&
+			onRev == n, fmt.Errorf("phase %s, current %s, %d of %d pods ready on %s", ms.Status.Phase, ms.Status.CurrentRevision, onRev, n, rev)
+	})
+}
+
+// revisionOf is the revision name the operator gives a spec.
+func revisionOf(t *testing.T, ms *v1.ModelServing) string {
+	t.Helper()
+	spec, err := revision.SpecOf(ms.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return revision.Name(ms.Name, spec)
+}
+
+// One 2:6 serving (groups of 2 pods) through what a single-role serving does, across roles, with
+// the ratio checked on every pod event: a canary of one group per role held, then paused and
+// promoted (nothing moves while paused), resumed to the end; undone to the previous revision;
+// and decode restarted alone (kubectl llm restart --role), prefill untouched.
+func TestRolesCanaryPauseUndoAndRoleRestart(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := kc.Create(ctx, newPDServing(ns, "qwen", 2, 6, 2)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("2 prefill + 6 decode groups Ready in %s", waitReady(t, ns, "qwen", settle))
+	rev1 := getServing(t, ns, "qwen").Status.CurrentRevision
+
+	// Canary: the new image on one group of each role (each role's partition), held.
+	next := getServing(t, ns, "qwen").DeepCopy()
+	next.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1"
+	rev2 := revisionOf(t, next)
+	ratio := watchRatio(t, next, rev2)
+	update(t, ns, "qwen", func(ms *v1.ModelServing) {
+		ms.Spec.Engine.Image = "vllm/vllm-openai:v0.11.1"
+		ms.Spec.Roles[0].Rollout = &v1.RoleRolloutSpec{Partition: ptr.To[int32](1)}
+		ms.Spec.Roles[1].Rollout = &v1.RoleRolloutSpec{Partition: ptr.To[int32](5)}
+	})
+	took := testenv.Eventually(t, settle, "the canary held with one new group of each role", func() (bool, error) {
+		ms := getServing(t, ns, "qwen")
+		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
+		ratio.mu.Lock()
+		p, d := ratio.most[v1.RolePrefill], ratio.most[v1.RoleDecode]
+		ratio.mu.Unlock()
+		return c != nil && c.Reason == v1.ReasonCanaryHeld && p == 1 && d == 1, fmt.Errorf("Progressing %+v; ready new prefill %d, decode %d", c, p, d)
+	})
+	t.Logf("canary of 1 prefill + 1 decode group held %s after the change", took)
+	held := settledPods(t, ns, "qwen")
+	time.Sleep(5 * time.Second) // long enough for the rollout to go on, were it let
+	if now := settledPods(t, ns, "qwen"); !maps.Equal(held, now) {
+		t.Errorf("pods changed while the canary held:\nbefore %v\nafter  %v", held, now)
+	}
+
+	// Paused, then promoted: nothing of either role moves until resumed.
+	if out, err := kubectlLLM("-n", ns, "rollout", "pause", "qwen"); err != nil {
+		t.Fatalf("rollout pause: %v\n%s", err, out)
+	}
+	update(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Roles[0].Rollout, ms.Spec.Roles[1].Rollout = nil, nil })
+	testenv.Eventually(t, settle, "the promoted rollout reported paused", func() (bool, error) {
+		ms := getServing(t, ns, "qwen")
+		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
+		return ms.Status.ObservedGeneration == ms.Generation && c != nil && c.Reason == v1.ReasonRolloutPaused, fmt.Errorf("Progressing %+v", c)
+	})
+	time.Sleep(5 * time.Second)
+	if now := settledPods(t, ns, "qwen"); !maps.Equal(held, now) {
+		t.Errorf("pods changed while paused:\nbefore %v\nafter  %v", held, now)
+	}
+	if out, err := kubectlLLM("-n", ns, "rollout", "resume", "qwen"); err != nil {
+		t.Fatalf("rollout resume: %v\n%s", err, out)
+	}
+	t.Logf("resumed: every group on the new revision in %s", waitOnRevision(t, ns, rev2, 16, "the resumed rollout to complete"))
+	ratioReport(t, "canary, pause, promote, resume", ratio)
+
+	// Undo: back to the previous revision, every role together.
+	back := watchRatio(t, getServing(t, ns, "qwen"), rev1)
+	if out, err := kubectlLLM("-n", ns, "rollout", "undo", "qwen"); err != nil {
+		t.Fatalf("rollout undo: %v\n%s", err, out)
+	}
+	t.Logf("undone: every group back on %s in %s", rev1, waitOnRevision(t, ns, rev1, 16, "the undo to complete"))
+	ratioReport(t, "undo", back)
+
+	// kubectl llm restart --role decode: every decode group recreated, no prefill pod.
+	prefillBefore, decodeBefore := rolePods(t, ns, "qwen", v1.RolePrefill), rolePods(t, ns, "qwen", v1.RoleDecode)
+	if out, err := kubectlLLM("-n", ns, "restart", "qwen", "--role", "decode"); err != nil {
+		t.Fatalf("restart --role decode: %v\n%s", err, out)
+	}
+	took = testenv.Eventually(t, 2*settle, "decode restarted, reported in status.roles", func() (bool, error) {
+		ms := getServing(t, ns, "qwen")
+		d := ms.Spec.Role(v1.RoleDecode)
+		return d.Restart != nil && len(ms.Status.Roles) == 2 && ms.Status.Roles[1].RestartID == d.Restart.ID && ms.Status.Phase == v1.PhaseReady,
+			fmt.Errorf("phase %s, roles %+v", ms.Status.Phase, ms.Status.Roles)
+	})
+	t.Logf("decode restarted alone in %s", took)
+	for n, uid := range rolePods(t, ns, "qwen", v1.RoleDecode) {
+		if decodeBefore[n] == uid {
+			t.Errorf("decode pod %s was not recreated by decode's restart", n)
+		}
+	}
+	if now := rolePods(t, ns, "qwen", v1.RolePrefill); !maps.Equal(prefillBefore, now) {
+		t.Errorf("prefill pods changed by decode's restart:\nbefore %v\nafter  %v", prefillBefore, now)
 	}
 }

@@ -38,6 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ResourceSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RestartSpec"):
 		return &apiv1alpha1.RestartSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RoleRestartSpec"):
+		return &apiv1alpha1.RoleRestartSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RoleRolloutSpec"):
 		return &apiv1alpha1.RoleRolloutSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RoleSpec"):

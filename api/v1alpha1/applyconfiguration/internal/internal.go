@@ -253,6 +253,12 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: string
 - name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleName
   scalar: string
+- name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleRestartSpec
+  map:
+    fields:
+    - name: id
+      type:
+        scalar: string
 - name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleRolloutSpec
   map:
     fields:
@@ -293,6 +299,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: resources
       type:
         namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.ResourceSpec
+    - name: restart
+      type:
+        namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleRestartSpec
     - name: rollout
       type:
         namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleRolloutSpec
@@ -325,6 +334,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: replicas
       type:
         scalar: numeric
+    - name: restartID
+      type:
+        scalar: string
     - name: updatedReplicas
       type:
         scalar: numeric

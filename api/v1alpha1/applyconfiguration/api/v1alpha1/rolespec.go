@@ -38,6 +38,10 @@ type RoleSpecApplyConfiguration struct {
 	Scheduling *SchedulingSpecApplyConfiguration `json:"scheduling,omitempty"`
 	// Rollout holds the role's own rollout limits and canary partition.
 	Rollout *RoleRolloutSpecApplyConfiguration `json:"rollout,omitempty"`
+	// Restart is a declarative restart of this role alone: a new id restarts the role's groups
+	// through its rollout limits, the other roles' groups stay as they are (spec.restart restarts
+	// every role). status.roles[].restartID reports it done.
+	Restart *RoleRestartSpecApplyConfiguration `json:"restart,omitempty"`
 }
 
 // RoleSpecApplyConfiguration constructs a declarative configuration of the RoleSpec type for use with
@@ -111,5 +115,13 @@ func (b *RoleSpecApplyConfiguration) WithScheduling(value *SchedulingSpecApplyCo
 // If called multiple times, the Rollout field is set to the value of the last call.
 func (b *RoleSpecApplyConfiguration) WithRollout(value *RoleRolloutSpecApplyConfiguration) *RoleSpecApplyConfiguration {
 	b.Rollout = value
+	return b
+}
+
+// WithRestart sets the Restart field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Restart field is set to the value of the last call.
+func (b *RoleSpecApplyConfiguration) WithRestart(value *RoleRestartSpecApplyConfiguration) *RoleSpecApplyConfiguration {
+	b.Restart = value
 	return b
 }

@@ -32,6 +32,8 @@ type RoleStatusApplyConfiguration struct {
 	Groups []GroupStatusApplyConfiguration `json:"groups,omitempty"`
 	// Endpoint is the in-cluster address of the role's leaders: <serving>-<role>-api.<namespace>.svc:<port>.
 	Endpoint *string `json:"endpoint,omitempty"`
+	// RestartID is the last spec.roles[].restart.id carried out on every group of the role.
+	RestartID *string `json:"restartID,omitempty"`
 }
 
 // RoleStatusApplyConfiguration constructs a declarative configuration of the RoleStatus type for use with
@@ -98,5 +100,13 @@ func (b *RoleStatusApplyConfiguration) WithGroups(values ...*GroupStatusApplyCon
 // If called multiple times, the Endpoint field is set to the value of the last call.
 func (b *RoleStatusApplyConfiguration) WithEndpoint(value string) *RoleStatusApplyConfiguration {
 	b.Endpoint = &value
+	return b
+}
+
+// WithRestartID sets the RestartID field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RestartID field is set to the value of the last call.
+func (b *RoleStatusApplyConfiguration) WithRestartID(value string) *RoleStatusApplyConfiguration {
+	b.RestartID = &value
 	return b
 }
