@@ -93,8 +93,10 @@ func seedMidRollout(t *testing.T, ns string) (*v1.ModelServing, time.Time) {
 
 func TestGetShowsEachRolesGroups(t *testing.T) {
 	ns := namespace(t, "golden-roles-get")
-	_, now := seedMidRollout(t, ns)
+	// The serving without roles first: the clock is an hour after the last object made, so both
+	// are 60m old however slowly the API server answers.
 	seedServing(t, ns, fixtures.Serving("single", ns).Replicas(2))
+	_, now := seedMidRollout(t, ns)
 	for _, tc := range []struct{ format, golden string }{{"table", "get-roles"}, {"wide", "get-roles-wide"}} {
 		r := run(t, now, "-n", ns, "get", "-o", tc.format)
 		expectCode(t, r, 0)
