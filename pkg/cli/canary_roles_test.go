@@ -123,3 +123,41 @@ func TestCanaryFractionWithoutRoles(t *testing.T) {
 		t.Errorf("canary --fraction 10%% of 3 groups: partition %v, want 2 (at least one group)", got.Spec.Rollout.Partition)
 	}
 }
+
+// TestGetWatchAddsTheRolesColumnForALaterServingWithRoles: a watch that listed no serving with
+// roles prints a header with ROLES above the first one it sees, and the lines after follow it.
+func TestGetWatchAddsTheRolesColumnForALaterServingWithRoles(t *testing.T) {
+	ns := namespace(t, "get-watch-roles")
+	single := seedServing(t, ns, fixtures.Serving("single", ns).Replicas(2))
+	now := clockAfter(t, single)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, done := start(ctx, now, "-n", ns, "get", "-w")
+	waitFor(t, out, "single   Qwen/Qwen3-0.6B")
+	pd := seedServing(t, ns, fixtures.Serving("pd", ns).Roles(2, 6, 2))
+	waitFor(t, out, "prefill 0/2, decode 0/6")
+	if !strings.Contains(out.String(), "0/8") {
+		t.Errorf("a serving with roles and no status yet is not 0/8 ready:\n%s", out.String())
+	}
+	writeStatus(t, pd, v1.ModelServingStatus{Phase: v1.PhaseReady, Replicas: 8, ReadyReplicas: 8, UpdatedReplicas: 8, ReadyGroups: "8/8",
+		Roles: []v1.RoleStatus{roleStatus(pd, v1.RolePrefill, 2, 2, 2, 2), roleStatus(pd, v1.RoleDecode, 6, 6, 6, 6)}})
+	waitFor(t, out, "prefill 2/2, decode 6/6")
+	writeStatus(t, single, v1.ModelServingStatus{Phase: v1.PhaseReady, Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, ReadyGroups: "2/2"})
+	waitFor(t, out, "single   Qwen/Qwen3-0.6B   2/2")
+	cancel()
+	r := <-done
+	expectCode(t, r, 0)
+	lines := strings.Split(strings.TrimSpace(r.Out), "\n")
+	if len(lines) < 6 || strings.Count(r.Out, "ROLES") != 1 || !strings.HasPrefix(lines[2], "NAME") || !strings.Contains(lines[2], "ROLES") || strings.Contains(lines[0], "ROLES") {
+		t.Fatalf("get -w with a later serving with roles printed:\n%s", r.Out)
+	}
+	col := strings.Index(lines[2], "ROLES")
+	for _, l := range lines[3:] {
+		if len(l) < col || (l[col:col+1] == " " || l[col-1:col] != " ") {
+			t.Errorf("line %q does not put its ROLES cell under the header's (column %d):\n%s", l, col, r.Out)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "single") || last[col:col+1] != "-" {
+		t.Errorf("the serving without roles after the new header shows no - under ROLES: %q", last)
+	}
+}

@@ -41,7 +41,10 @@ func newGetCommand(root *RootOptions) *cobra.Command {
 		Short:   "List model servings: groups ready/desired, up-to-date, phase",
 		Long: `List model servings, or show one. READY counts groups whose every pod is ready, over the desired
 groups; UP-TO-DATE counts groups on the update revision. -o wide adds the engine, group size,
-update revision and the in-cluster endpoint. -w prints a line each time a serving changes.`,
+update revision and the in-cluster endpoint. -w prints a line each time a serving changes.
+A serving with roles (prefill and decode) adds the ROLES column, each role's groups ready over
+desired; when -w started without one, the first serving with roles it sees is printed under a
+new header with the ROLES column, which the lines after it follow.`,
 		Example: `  kubectl llm get
   kubectl llm get qwen -o wide
   kubectl llm list -A
@@ -219,6 +222,9 @@ func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 		default:
 			shown[key] = it.ResourceVersion
 		}
+		if !o.withRoles && len(it.Spec.Roles) > 0 {
+			widths = o.addRolesColumn(&it, phase, widths)
+		}
 		renderTable(o.Streams.Out, [][]string{o.row(&it, phase)}, widths)
 		return false, nil
 	}
@@ -228,6 +234,26 @@ func (o *GetOptions) watch(ctx context.Context, ns, host string) error {
 		return nil
 	}
 	return explain(err, host)
+}
+
+// addRolesColumn is how a watch that started without roles shows the first serving with roles
+// it sees: a new header, with the ROLES column, printed once above that serving's line, and the
+// lines after it aligned to that header (each column as wide as before, ROLES as this line's).
+func (o *GetOptions) addRolesColumn(it *servingItem, phase string, widths []int) []int {
+	before := map[string]int{}
+	for i, h := range o.header() {
+		if i < len(widths) {
+			before[h] = widths[i]
+		}
+	}
+	o.withRoles = true
+	rows := [][]string{o.header(), o.row(it, phase)}
+	widths = renderTable(io.Discard, rows, nil)
+	for i, h := range rows[0] {
+		widths[i] = max(widths[i], before[h])
+	}
+	renderTable(o.Streams.Out, rows[:1], widths)
+	return widths
 }
 
 func (o *GetOptions) header() []string {
@@ -249,9 +275,12 @@ func (o *GetOptions) row(it *servingItem, phaseOverride string) []string {
 	st := ms.Status
 	ready := st.ReadyGroups
 	if ready == "" {
-		desired := int32(1)
-		if ms.Spec.Replicas != nil {
-			desired = *ms.Spec.Replicas
+		desired := ptr.Deref(ms.Spec.Replicas, 1)
+		if len(ms.Spec.Roles) > 0 { // spec.replicas is 1 with roles: the groups are the roles'
+			desired = 0
+			for _, r := range ms.Spec.Roles {
+				desired += ptr.Deref(r.Replicas, 1)
+			}
 		}
 		ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, desired)
 	}
