@@ -119,7 +119,10 @@ type servingView struct {
 	rolloutDone bool
 	rolloutErr  error
 	partition   int32
-	size        int
+	// rolePartitions are the roles' canary partitions of a serving with roles, "prefill 1,
+	// decode 5" ("" when none holds a canary); partition is then 0.
+	rolePartitions string
+	size           int
 	// widths of the group and revision columns
 	groupWidth, revisionWidth int
 }
@@ -411,23 +414,36 @@ func (m *Model) ask(kind actionKind) {
 	case actResume:
 		c.prompt = fmt.Sprintf("Resume the rollout of %s?", ms.Name)
 	case actPromote:
-		if m.sv.partition == 0 {
+		roles := len(ms.Spec.Roles) > 0
+		switch {
+		case roles && m.sv.rolePartitions == "":
+			m.notice, m.noticeErr = "no canary to promote: every role's partition is 0", true
+			return
+		case roles:
+			c.prompt = fmt.Sprintf("Promote the canary of %s (partitions %s → 0: every group of every role moves to %s)?",
+				ms.Name, m.sv.rolePartitions, shortRevision(ms.Name, ms.Status.UpdateRevision))
+		case m.sv.partition == 0:
 			m.notice, m.noticeErr = "no canary to promote: the partition is 0", true
 			return
+		default:
+			c.prompt = fmt.Sprintf("Promote the canary of %s (partition %d → 0: every group moves to %s)?",
+				ms.Name, m.sv.partition, shortRevision(ms.Name, ms.Status.UpdateRevision))
 		}
-		c.prompt = fmt.Sprintf("Promote the canary of %s (partition %d → 0: every group moves to %s)?",
-			ms.Name, m.sv.partition, shortRevision(ms.Name, ms.Status.UpdateRevision))
 	case actAbort:
 		cur, upd := ms.Status.CurrentRevision, ms.Status.UpdateRevision
 		switch {
 		case cur == "":
 			m.notice, m.noticeErr = "nothing to abort: no current revision yet", true
 			return
-		case cur == upd && m.sv.partition == 0:
+		case cur == upd && m.sv.partition == 0 && m.sv.rolePartitions == "":
 			m.notice, m.noticeErr = "nothing to abort: every group is on revision "+shortRevision(ms.Name, cur), true
 			return
 		}
-		c.prompt = fmt.Sprintf("Abort: write revision %s back to %s and set partition 0?", shortRevision(ms.Name, cur), ms.Name)
+		what := "set partition 0"
+		if len(ms.Spec.Roles) > 0 {
+			what = "clear every role's partition"
+		}
+		c.prompt = fmt.Sprintf("Abort: write revision %s back to %s and %s?", shortRevision(ms.Name, cur), ms.Name, what)
 	}
 	m.confirm = &c
 	m.notice = ""
@@ -462,6 +478,17 @@ func (m Model) run(c confirmation) tea.Cmd {
 	}
 }
 
+// rolePartitions are the roles' partitions that hold a canary, "prefill 1, decode 5".
+func rolePartitions(ms *v1.ModelServing) string {
+	var parts []string
+	for _, name := range v1.RoleNames() {
+		if r := ms.Spec.Role(name); r != nil && r.Rollout != nil && ptr.Deref(r.Rollout.Partition, 0) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", name, *r.Rollout.Partition))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // derive recomputes what the screen shows from the snapshot, through pkg/status.
 func (m *Model) derive() {
 	m.list = m.snap.Servings
@@ -475,7 +502,8 @@ func (m *Model) derive() {
 				groups = append(groups, rs.Groups...) // the roles as sections: prefill's groups, then decode's
 			}
 			m.sv = servingView{ms: ms, sum: sum, groups: groups, rollout: strings.TrimSpace(msg),
-				rolloutDone: done, rolloutErr: err, partition: ptr.Deref(ms.Spec.Rollout.Partition, 0), size: max(int(ms.Spec.GroupSize), 1)}
+				rolloutDone: done, rolloutErr: err, partition: ptr.Deref(ms.Spec.Rollout.Partition, 0), rolePartitions: rolePartitions(ms),
+				size: max(int(ms.Spec.GroupSize), 1)}
 			for _, g := range m.sv.groups {
 				m.sv.groupWidth = max(m.sv.groupWidth, len(groupLabel(g)))
 				m.sv.revisionWidth = max(m.sv.revisionWidth, len(m.revisionTag(g.Revision)))

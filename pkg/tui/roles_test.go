@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
@@ -120,4 +121,28 @@ func TestARoleRestartIsPlannedAloneFromWhatTheViewSees(t *testing.T) {
 	if !plan.Restart || plan.Step != 2 || plan.Steps != 6 || plan.Roles[0].Updated != 2 || plan.Roles[1].Updated != 2 {
 		t.Errorf("plan %+v; want decode's step 2 of 6 alone, prefill at its 2 groups", plan)
 	}
+}
+
+// TestCanaryActionsOfRoles: P and A see the roles' partitions, not spec.rollout.partition
+// (which a serving with roles leaves at 0).
+func TestCanaryActionsOfRoles(t *testing.T) {
+	snap := rolesSnapshot()
+	fake := &fakeActions{}
+	m := feed(t, newTestModel(t, "pd", 120, 40, fake), snap)
+	m, _ = press(t, m, "P")
+	mustContain(t, display(t, m), "no canary to promote: every role's partition is 0")
+
+	snap = rolesSnapshot()
+	snap.Serving.Spec.Roles[0].Rollout = &v1.RoleRolloutSpec{Partition: ptr.To[int32](1)}
+	snap.Serving.Spec.Roles[1].Rollout = &v1.RoleRolloutSpec{Partition: ptr.To[int32](5)}
+	m = feed(t, newTestModel(t, "pd", 120, 40, fake), snap)
+	m, prompt := confirm(t, m, "y", "P")
+	mustContain(t, prompt, "Promote the canary of pd (partitions prefill 1, decode 5 → 0: every group of every role moves to")
+	m, prompt = confirm(t, m, "y", "A")
+	mustContain(t, prompt, "Abort: write revision")
+	mustContain(t, prompt, "back to pd and clear every role's partition?")
+	if calls := fake.Calls(); len(calls) != 2 {
+		t.Errorf("calls %v, want a promote and an abort", calls)
+	}
+	_ = m
 }
