@@ -84,7 +84,7 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"scale", "qwen"}, "--replicas is required: the number of groups, e.g. --replicas 2"},
 		{[]string{"scale", "qwen", "--replicas", "-2"}, "--replicas must be 0 or more groups, not -2"},
 		{[]string{"canary", "qwen", "--groups", "1"}, "--image or --model is required"},
-		{[]string{"canary", "qwen", "--image", "x:1"}, "--groups is required"},
+		{[]string{"canary", "qwen", "--image", "x:1"}, "--groups or --fraction is required"},
 		{[]string{"canary", "qwen", "--image", "x:1", "--groups", "0"}, "--groups must be 1 or more, not 0"},
 		{[]string{"canary", "qwen", "--image", "x:1", "--groups", "5"}, `--groups 5 is more than the 3 group(s) of serving "qwen"`},
 		{[]string{"canary", "promote", "qwen"}, `serving "qwen" has no canary to promote: spec.rollout.partition is already 0`},
