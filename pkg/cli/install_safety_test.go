@@ -36,7 +36,9 @@ func TestAnEmbeddedInstallIsRefusedWhereLWSIsInstalled(t *testing.T) {
 // Without a terminal to ask on, uninstall says what it would delete and refuses without --yes;
 // nothing is deleted.
 func TestUninstallWithoutYesInAScriptDeletesNothing(t *testing.T) {
-	ns := namespace(t, "uninstall-ask")
+	// The namespace sorts before every other test's: uninstall names the first 10 servings of the
+	// shared control plane ("and N more"), and the other tests leave theirs behind.
+	ns := namespace(t, "a-uninstall-ask")
 	expectCode(t, run(t, time.Now(), "-n", ns, "deploy", "kept", "--model", "Qwen/Qwen3-0.6B"), 0)
 	r := run(t, time.Now(), "uninstall")
 	expectCode(t, r, 1)
