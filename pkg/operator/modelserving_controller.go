@@ -43,6 +43,7 @@ import (
 	lwsac "sigs.k8s.io/lws/client-go/applyconfiguration/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/failpoint"
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
@@ -76,6 +77,8 @@ type Reconciler struct {
 	// ChildrenCache is the cache whose Services and ControllerRevisions are watched, and
 	// LWSSource the one whose LeaderWorkerSets are; the manager's cache when nil.
 	ChildrenCache, LWSSource cache.Cache
+	// Failpoints stop the process at a named point of a pass (the fault suite); inert when zero.
+	Failpoints failpoint.Set
 
 	// applied remembers, per child, what our last apply produced (the LWS's generation, the
 	// Service's resourceVersion, both from the apply response), so a child that someone else
@@ -141,6 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Client.Patch(ctx, ms, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
+		r.Failpoints.Hit("after-finalizer", req.String())
 	}
 
 	obs, stale, err := r.observe(ctx, ms)
@@ -388,6 +392,7 @@ func (r *Reconciler) claim(ctx context.Context, ms *v1.ModelServing, child clien
 		return own, fmt.Errorf("delete %T %s of an earlier serving: %w", child, child.GetName(), err)
 	}
 	log.FromContext(ctx).Info("Deleted a child of an earlier serving with the same name", "child", child.GetName(), "uid", uid)
+	r.Failpoints.Hit("after-stale-delete", client.ObjectKeyFromObject(ms).String())
 	return own, nil
 }
 
@@ -412,6 +417,7 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 			// AlreadyExists: the cache has not seen our own earlier create yet.
 			return fmt.Errorf("create ControllerRevision %s: %w", in.createRevision.Name, err)
 		}
+		r.Failpoints.Hit("after-revision", client.ObjectKeyFromObject(ms).String())
 	case in.renumber != nil:
 		rev := findRevision(obs.revisions, in.renumber.name).DeepCopy()
 		patch := client.MergeFrom(rev.DeepCopy())
@@ -419,6 +425,7 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 		if err := r.Client.Patch(ctx, rev, patch); err != nil {
 			return fmt.Errorf("renumber ControllerRevision %s: %w", rev.Name, err)
 		}
+		r.Failpoints.Hit("after-renumber", client.ObjectKeyFromObject(ms).String())
 	}
 	for _, note := range in.notes {
 		log.FromContext(ctx).Info(note)
@@ -453,6 +460,7 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 		if err := r.Client.Delete(ctx, &rev); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("prune ControllerRevision %s: %w", rev.Name, err)
 		}
+		r.Failpoints.Hit("after-prune", client.ObjectKeyFromObject(ms).String())
 	}
 	return nil
 }
@@ -493,6 +501,7 @@ func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, 
 		return err
 	}
 	r.applied.Store(ck, ptr.Deref(desired.Generation, 0)) // the apply response, not a cache read
+	r.Failpoints.Hit("after-lws", key.Namespace+"/"+servingOfChild(key.Name))
 	return nil
 }
 
@@ -512,6 +521,7 @@ func (r *Reconciler) applyService(ctx context.Context, live *corev1.Service, des
 		return err
 	}
 	r.applied.Store(ck, ptr.Deref(desired.ResourceVersion, ""))
+	r.Failpoints.Hit("after-service", key.Namespace+"/"+servingOfChild(naming.ServingOfService(key.Name)))
 	return nil
 }
 
@@ -560,6 +570,7 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 	if equality.Semantic.DeepEqual(ms.Status, next) {
 		return sum, nil
 	}
+	r.Failpoints.Hit("before-status", client.ObjectKeyFromObject(ms).String())
 	base := ms.DeepCopy()
 	ms.Status = next
 	if err := r.Client.Status().Patch(ctx, ms, client.MergeFrom(base)); err != nil {
@@ -723,11 +734,13 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 			if err := r.Client.Delete(ctx, child, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, fmt.Errorf("delete %s: %w", child.GetName(), err)
 			}
+			r.Failpoints.Hit("finalize-after-delete", client.ObjectKeyFromObject(ms).String())
 		}
 	}
 	if remaining > 0 {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
+	r.Failpoints.Hit("before-finalizer-removal", client.ObjectKeyFromObject(ms).String())
 	patch := client.MergeFromWithOptions(ms.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(ms, v1.FinalizerChildren)
 	if err := r.Client.Patch(ctx, ms, patch); err != nil && !apierrors.IsNotFound(err) {
