@@ -161,6 +161,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if in.specErr == nil {
 		actErr = r.act(ctx, obs, &in)
 	}
+	if apierrors.HasStatusCause(actErr, corev1.NamespaceTerminatingCause) {
+		// The namespace is being deleted, the serving with it: nothing to repair or report; look
+		// again until the serving's own deletion reaches it.
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
 	// The status is written on every pass, whatever act did: an error becomes a condition.
 	sum, reportErr := r.report(ctx, obs, in, actErr)
 	var specErr *specError
@@ -363,6 +368,17 @@ const (
 	childForeign                       // anything else: no controller, or another kind or group
 )
 
+// adoptable: a child with no controller at all that carries the serving's name and managed-by
+// labels, as `kubectl delete --cascade=orphan` of an earlier serving with this name leaves its
+// children (the garbage collector removes the owner reference, nothing else). The serving adopts
+// it, as a ReplicaSet adopts the orphaned pods its selector matches, so its groups keep running.
+// An object without those labels (made by hand or by another tool) stays a NameConflict.
+func adoptable(ms *v1.ModelServing, child metav1.Object) bool {
+	l := child.GetLabels()
+	return metav1.GetControllerOf(child) == nil && child.GetDeletionTimestamp().IsZero() &&
+		l[v1.LabelName] == ms.Name && l[v1.LabelManagedBy] == v1.ManagedByValue
+}
+
 // ownership decides whose a child is, from its controller reference only.
 func ownership(ms *v1.ModelServing, child metav1.Object) childOwnership {
 	ref := metav1.GetControllerOf(child)
@@ -383,6 +399,12 @@ func ownership(ms *v1.ModelServing, child metav1.Object) childOwnership {
 // deleted), with the child's UID as a precondition so nothing else is deleted in its place.
 func (r *Reconciler) claim(ctx context.Context, ms *v1.ModelServing, child client.Object) (childOwnership, error) {
 	own := ownership(ms, child)
+	if own == childForeign && adoptable(ms, child) {
+		if err := r.adopt(ctx, ms, child); err != nil {
+			return own, err
+		}
+		return childOurs, nil
+	}
 	if own != childStale || !child.GetDeletionTimestamp().IsZero() {
 		return own, nil
 	}
@@ -394,6 +416,31 @@ func (r *Reconciler) claim(ctx context.Context, ms *v1.ModelServing, child clien
 	log.FromContext(ctx).Info("Deleted a child of an earlier serving with the same name", "child", child.GetName(), "uid", uid)
 	r.Failpoints.Hit("after-stale-delete", client.ObjectKeyFromObject(ms).String())
 	return own, nil
+}
+
+// adopt makes the serving the controller of an orphaned child of its own (see adoptable), with
+// its resourceVersion as a precondition so a child that changed meanwhile is looked at again.
+func (r *Reconciler) adopt(ctx context.Context, ms *v1.ModelServing, child client.Object) error {
+	patch := client.MergeFromWithOptions(child.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	child.SetOwnerReferences(append(child.GetOwnerReferences(), *metav1.NewControllerRef(ms, v1.GroupVersion.WithKind("ModelServing"))))
+	if err := r.Client.Patch(ctx, child, patch); err != nil {
+		return fmt.Errorf("adopt %T %s: %w", child, child.GetName(), err)
+	}
+	// What the last apply made is not known for an adopted child: apply it once.
+	key := client.ObjectKeyFromObject(child)
+	switch child.(type) {
+	case *lwsv1.LeaderWorkerSet:
+		r.applied.Delete(childKey{"LeaderWorkerSet", key})
+	case *corev1.Service:
+		r.applied.Delete(childKey{"Service", key})
+	}
+	log.FromContext(ctx).Info("Adopted an orphaned child", "child", child.GetName(), "kind", fmt.Sprintf("%T", child))
+	if r.Recorder != nil {
+		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, "Adopted", "Adopt",
+			"adopted %s, left without an owner (kubectl delete --cascade=orphan of an earlier serving named %s)", child.GetName(), ms.Name)
+	}
+	r.Failpoints.Hit("after-adopt", client.ObjectKeyFromObject(ms).String())
+	return nil
 }
 
 // nameConflict says which object holds one of our names and who controls it.
@@ -701,6 +748,16 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	if !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren) {
 		return ctrl.Result{}, nil
 	}
+	if controllerutil.ContainsFinalizer(ms, metav1.FinalizerOrphanDependents) {
+		// kubectl delete --cascade=orphan: the user keeps the children and their groups running;
+		// the garbage collector removes their owner references, and a serving made again with
+		// this name adopts them (see adoptable).
+		log.FromContext(ctx).Info("Deleted with orphan propagation: leaving the children in place")
+		if err := r.releaseRevisions(ctx, ms); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.removeFinalizer(ctx, ms)
+	}
 	remaining := 0
 	children := []client.Object{
 		&lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}},
@@ -741,6 +798,40 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	r.Failpoints.Hit("before-finalizer-removal", client.ObjectKeyFromObject(ms).String())
+	return r.removeFinalizer(ctx, ms)
+}
+
+// releaseRevisions removes the serving's owner reference from its ControllerRevisions, with a
+// merge patch: the garbage collector orphans with a JSON patch, which the API server refuses for
+// revisions recorded before their data was written with sorted keys ("data: field is
+// immutable"), and the serving would then stay Terminating forever.
+func (r *Reconciler) releaseRevisions(ctx context.Context, ms *v1.ModelServing) error {
+	revs := &appsv1.ControllerRevisionList{}
+	if err := r.live().List(ctx, revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
+		return err
+	}
+	for i := range revs.Items {
+		rev := &revs.Items[i]
+		if ownership(ms, rev) != childOurs {
+			continue
+		}
+		patch := client.MergeFromWithOptions(rev.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		var refs []metav1.OwnerReference
+		for _, ref := range rev.OwnerReferences {
+			if ref.UID != ms.UID {
+				refs = append(refs, ref)
+			}
+		}
+		rev.OwnerReferences = refs
+		if err := r.Client.Patch(ctx, rev, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("orphan ControllerRevision %s: %w", rev.Name, err)
+		}
+	}
+	return nil
+}
+
+// removeFinalizer lets a deleted serving go.
+func (r *Reconciler) removeFinalizer(ctx context.Context, ms *v1.ModelServing) (ctrl.Result, error) {
 	patch := client.MergeFromWithOptions(ms.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(ms, v1.FinalizerChildren)
 	if err := r.Client.Patch(ctx, ms, patch); err != nil && !apierrors.IsNotFound(err) {

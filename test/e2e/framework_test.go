@@ -113,43 +113,119 @@ func installCRDs(ctx context.Context) error {
 }
 
 // operatorProcess is `kubectl-llm operator --lws=embedded` against the simulated cluster, as the
-// operator's ServiceAccount (impersonated), held to the roles the install ships.
+// operator's ServiceAccount (impersonated), held to the roles the install ships. args are added
+// to its command line (e.g. --leader-elect=true), env to its environment (a failpoint).
 type operatorProcess struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
+	done    chan struct{} // closed once the process has exited and been reaped
+	exit    int           // its exit status, once done
+	port    int           // the webhook port it serves
 	logPath string
+	args    []string
 }
 
-func (o *operatorProcess) start() error {
+func (o *operatorProcess) start() error { return o.startWith(nil) }
+
+// startWith starts the operator with extra environment variables and waits until it is ready; a
+// process that exits first (a failpoint reached at once) is an error.
+func (o *operatorProcess) startWith(env []string) error {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	port, err := testenv.FreePort()
 	if err != nil {
+		o.mu.Unlock()
 		return err
 	}
 	probe, err := testenv.FreePort()
 	if err != nil {
+		o.mu.Unlock()
 		return err
 	}
 	log, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
+		o.mu.Unlock()
 		return err
 	}
-	o.cmd = exec.Command(binary, "operator", "--kubeconfig", cluster.Kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe), "--webhook-port", strconv.Itoa(port))
-	o.cmd.Stdout, o.cmd.Stderr = log, log
-	if err := o.cmd.Start(); err != nil {
+	args := append([]string{"operator", "--kubeconfig", cluster.Kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe), "--webhook-port", strconv.Itoa(port)}, o.args...)
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		o.mu.Unlock()
+		_ = log.Close()
 		return err
 	}
+	done := make(chan struct{})
+	o.cmd, o.done, o.port = cmd, done, port
+	go func() {
+		err := cmd.Wait()
+		_ = log.Close()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		o.mu.Lock()
+		o.exit = code
+		o.mu.Unlock()
+		close(done)
+	}()
+	o.mu.Unlock()
 	// Ready once the webhook server serves (the readiness check covers it).
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return fmt.Errorf("the operator exited (status %d) before it was ready; see %s", o.exitCode(), o.logPath)
+		default:
+		}
 		if out, err := exec.Command("curl", "-sf", fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)).CombinedOutput(); err == nil && len(out) > 0 {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("operator not ready after 60s; see %s", o.logPath)
+}
+
+func (o *operatorProcess) exitCode() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.exit
+}
+
+// running reports whether the process is alive (started and not exited).
+func (o *operatorProcess) running() bool {
+	o.mu.Lock()
+	cmd, done := o.cmd, o.done
+	o.mu.Unlock()
+	if cmd == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitExit waits until the process exits on its own (a failpoint) and returns its status.
+func (o *operatorProcess) waitExit(timeout time.Duration) (int, error) {
+	o.mu.Lock()
+	done := o.done
+	o.mu.Unlock()
+	if done == nil {
+		return 0, fmt.Errorf("the operator was not started")
+	}
+	select {
+	case <-done:
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.cmd = nil
+		return o.exit, nil
+	case <-time.After(timeout):
+		return 0, fmt.Errorf("the operator did not exit within %s", timeout)
+	}
 }
 
 func (o *operatorProcess) stop() {
@@ -159,13 +235,11 @@ func (o *operatorProcess) stop() {
 		return
 	}
 	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = o.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-o.done:
 	case <-time.After(20 * time.Second):
 		_ = o.cmd.Process.Kill()
-		<-done
+		<-o.done
 	}
 	o.cmd = nil
 }
@@ -178,7 +252,7 @@ func (o *operatorProcess) kill() {
 		return
 	}
 	_ = o.cmd.Process.Kill()
-	_ = o.cmd.Wait()
+	<-o.done
 	o.cmd = nil
 }
 
