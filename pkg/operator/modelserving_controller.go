@@ -548,7 +548,9 @@ func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, 
 		return err
 	}
 	r.applied.Store(ck, ptr.Deref(desired.Generation, 0)) // the apply response, not a cache read
-	r.Failpoints.Hit("after-lws", key.Namespace+"/"+servingOfChild(key.Name))
+	if live == nil || ptr.Deref(desired.Generation, 0) != live.Generation {
+		r.Failpoints.Hit("after-lws", key.Namespace+"/"+servingOfChild(key.Name)) // only after a write that changed it
+	}
 	return nil
 }
 
@@ -568,7 +570,9 @@ func (r *Reconciler) applyService(ctx context.Context, live *corev1.Service, des
 		return err
 	}
 	r.applied.Store(ck, ptr.Deref(desired.ResourceVersion, ""))
-	r.Failpoints.Hit("after-service", key.Namespace+"/"+servingOfChild(naming.ServingOfService(key.Name)))
+	if live == nil || ptr.Deref(desired.ResourceVersion, "") != live.ResourceVersion {
+		r.Failpoints.Hit("after-service", key.Namespace+"/"+servingOfChild(naming.ServingOfService(key.Name)))
+	}
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -119,7 +120,7 @@ type operatorProcess struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	done    chan struct{} // closed once the process has exited and been reaped
-	exit    int           // its exit status, once done
+	exit    atomic.Int32  // its exit status, once done (set before done is closed)
 	port    int           // the webhook port it serves
 	logPath string
 	args    []string
@@ -165,9 +166,7 @@ func (o *operatorProcess) startWith(env []string) error {
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
 		}
-		o.mu.Lock()
-		o.exit = code
-		o.mu.Unlock()
+		o.exit.Store(int32(code))
 		close(done)
 	}()
 	o.mu.Unlock()
@@ -187,11 +186,7 @@ func (o *operatorProcess) startWith(env []string) error {
 	return fmt.Errorf("operator not ready after 60s; see %s", o.logPath)
 }
 
-func (o *operatorProcess) exitCode() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.exit
-}
+func (o *operatorProcess) exitCode() int { return int(o.exit.Load()) }
 
 // running reports whether the process is alive (started and not exited).
 func (o *operatorProcess) running() bool {
@@ -222,7 +217,7 @@ func (o *operatorProcess) waitExit(timeout time.Duration) (int, error) {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		o.cmd = nil
-		return o.exit, nil
+		return o.exitCode(), nil
 	case <-time.After(timeout):
 		return 0, fmt.Errorf("the operator did not exit within %s", timeout)
 	}
@@ -280,17 +275,35 @@ func kubectlLLM(args ...string) (string, error) {
 
 func namespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
-	if err := kc.Create(context.Background(), ns); err != nil {
+	ns, err := newNamespace()
+	if err != nil {
 		t.Fatal(err)
 	}
-	// Pods need the namespace's default ServiceAccount, which kube-controller-manager makes.
-	testenv.Eventually(t, 30*time.Second, "the default ServiceAccount", func() (bool, error) {
-		err := kc.Get(context.Background(), types.NamespacedName{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
-		return err == nil, err
+	t.Cleanup(func() {
+		_ = kc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
-	t.Cleanup(func() { _ = kc.Delete(context.Background(), ns) })
-	return ns.Name
+	return ns
+}
+
+// newNamespace makes a namespace for a test and waits until pods can be made in it; the caller
+// deletes it.
+func newNamespace() (string, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	if err := kc.Create(context.Background(), ns); err != nil {
+		return "", err
+	}
+	// Pods need the namespace's default ServiceAccount, which kube-controller-manager makes.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := kc.Get(context.Background(), types.NamespacedName{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
+		if err == nil {
+			return ns.Name, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no default ServiceAccount in %s after 30s: %w", ns.Name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // newServing is a serving of replicas groups of size pods, each pod asking gpus GPUs.
