@@ -752,16 +752,6 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	if !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren) {
 		return ctrl.Result{}, nil
 	}
-	if controllerutil.ContainsFinalizer(ms, metav1.FinalizerOrphanDependents) {
-		// kubectl delete --cascade=orphan: the user keeps the children and their groups running;
-		// the garbage collector removes their owner references, and a serving made again with
-		// this name adopts them (see adoptable).
-		log.FromContext(ctx).Info("Deleted with orphan propagation: leaving the children in place")
-		if err := r.releaseRevisions(ctx, ms); err != nil {
-			return ctrl.Result{}, err
-		}
-		return r.removeFinalizer(ctx, ms)
-	}
 	remaining := 0
 	children := []client.Object{
 		&lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}},
@@ -779,6 +769,15 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	}
 	for i := range revs.Items {
 		children = append(children, &revs.Items[i])
+	}
+	if controllerutil.ContainsFinalizer(ms, metav1.FinalizerOrphanDependents) {
+		// kubectl delete --cascade=orphan: the user keeps the children and their groups running,
+		// and a serving made again with this name adopts them (see adoptable).
+		log.FromContext(ctx).Info("Deleted with orphan propagation: leaving the children in place")
+		if err := r.release(ctx, ms, children); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.removeFinalizer(ctx, ms)
 	}
 	for _, child := range children {
 		if err := r.live().Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
@@ -805,30 +804,32 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	return r.removeFinalizer(ctx, ms)
 }
 
-// releaseRevisions removes the serving's owner reference from its ControllerRevisions, with a
-// merge patch: the garbage collector orphans with a JSON patch, which the API server refuses for
-// revisions recorded before their data was written with sorted keys ("data: field is
-// immutable"), and the serving would then stay Terminating forever.
-func (r *Reconciler) releaseRevisions(ctx context.Context, ms *v1.ModelServing) error {
-	revs := &appsv1.ControllerRevisionList{}
-	if err := r.live().List(ctx, revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
-		return err
-	}
-	for i := range revs.Items {
-		rev := &revs.Items[i]
-		if ownership(ms, rev) != childOurs {
+// release removes the serving's owner reference from its children, as the garbage collector
+// would for orphan propagation, but before the finalizer goes rather than after: the collector
+// orphans with a JSON patch, which the API server refuses for revisions recorded before their
+// data was written with sorted keys ("data: field is immutable"), and it deletes a dependent
+// whose owner is gone if its graph missed that dependent. A merge patch has neither problem.
+func (r *Reconciler) release(ctx context.Context, ms *v1.ModelServing, children []client.Object) error {
+	for _, child := range children {
+		if err := r.live().Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if ownership(ms, child) != childOurs {
 			continue
 		}
-		patch := client.MergeFromWithOptions(rev.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		patch := client.MergeFromWithOptions(child.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 		var refs []metav1.OwnerReference
-		for _, ref := range rev.OwnerReferences {
+		for _, ref := range child.GetOwnerReferences() {
 			if ref.UID != ms.UID {
 				refs = append(refs, ref)
 			}
 		}
-		rev.OwnerReferences = refs
-		if err := r.Client.Patch(ctx, rev, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("orphan ControllerRevision %s: %w", rev.Name, err)
+		child.SetOwnerReferences(refs)
+		if err := r.Client.Patch(ctx, child, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("orphan %s: %w", child.GetName(), err)
 		}
 	}
 	return nil

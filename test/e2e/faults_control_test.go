@@ -13,6 +13,8 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -196,6 +198,44 @@ func TestFaultsControlPlane(t *testing.T) {
 		defer func() { op = opWas }()
 		checkInvariants(t, ns, "le", 2, 2, copies, faultQuiet)
 	})
+	for _, down := range []bool{false, true} {
+		title := "namespace deleted with two servings in it, operator up"
+		if down {
+			title = "namespace deleted with two servings in it, operator down until it is Terminating"
+		}
+		t.Run(title, func(t *testing.T) {
+			ns, err := newNamespace()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"na", "nb"} {
+				faultCase(t, ns, newServing(ns, name, 2, 2, 1))
+			}
+			if down {
+				op.kill()
+			}
+			fault(t, "delete the namespace "+ns)
+			if err := kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				t.Fatal(err)
+			}
+			if down {
+				// The servings' finalizers hold the namespace until an operator finishes the job.
+				time.Sleep(3 * time.Second)
+				if err := kc.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{}); err != nil {
+					violation(t, "the namespace went while the operator was down: %v", err)
+				}
+				restartOperator(t)
+			}
+			took := testenv.Eventually(t, settle, "the namespace gone", func() (bool, error) {
+				err := kc.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{})
+				return apierrors.IsNotFound(err), err
+			})
+			t.Logf("namespace gone %s after its deletion", took.Round(100*time.Millisecond))
+			for _, name := range []string{"na", "nb"} {
+				checkGone(t, ns, name)
+			}
+		})
+	}
 	t.Run("kube-apiserver restarted mid rolling update, rollout status watching", func(t *testing.T) {
 		ns := namespace(t)
 		faultCase(t, ns, newServing(ns, "ap", 2, 2, 1))
