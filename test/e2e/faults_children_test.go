@@ -86,9 +86,7 @@ func runConcurrently(t *testing.T, prefix string, cases []childCase) {
 				var copies *copyWatch
 				if tc.before != nil {
 					copies = watchForCopies(t, ns, name)
-					suite.mu.Lock()
-					suite.cases++
-					suite.mu.Unlock()
+					countCase(t)
 					tc.before(t, ns, name)
 					if err := kc.Create(context.Background(), ms); err != nil {
 						t.Fatal(err)

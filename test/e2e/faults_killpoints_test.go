@@ -155,9 +155,7 @@ func TestFaultsKillPoints(t *testing.T) {
 			t.Cleanup(func() {
 				_ = kc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 			})
-			suite.mu.Lock()
-			suite.cases++
-			suite.mu.Unlock()
+			countCase(t)
 			if !tc.fresh {
 				waitReady(t, ns, name, settle)
 			}

@@ -48,7 +48,7 @@ var suite struct {
 	mu                          sync.Mutex
 	cases, faults, violations   int
 	checkedInvariants, servings int
-	lost                        int
+	lost, failedCases           int
 	recoveries                  []recovery
 	faultAt                     map[string]time.Time // test name -> its first fault
 }
@@ -468,12 +468,24 @@ func webhooksCallTheLiveOperator(p *operatorProcess) error {
 // webhookConfigName names the embedded LWS webhook configurations.
 const webhookConfigName = "kubectl-llm-lws"
 
-// faultCase counts a case and waits until the serving it made is Ready, as the starting point.
-func faultCase(t *testing.T, ns string, ms *v1.ModelServing) {
-	t.Helper()
+// countCase counts a case for the summary, and whether it failed, however it failed.
+func countCase(t *testing.T) {
 	suite.mu.Lock()
 	suite.cases++
 	suite.mu.Unlock()
+	t.Cleanup(func() {
+		if t.Failed() {
+			suite.mu.Lock()
+			suite.failedCases++
+			suite.mu.Unlock()
+		}
+	})
+}
+
+// faultCase counts a case and waits until the serving it made is Ready, as the starting point.
+func faultCase(t *testing.T, ns string, ms *v1.ModelServing) {
+	t.Helper()
+	countCase(t)
 	if err := kc.Create(context.Background(), ms); err != nil {
 		t.Fatal(err)
 	}
@@ -489,8 +501,8 @@ func TestZZFaultSummary(t *testing.T) {
 	if suite.lost > 0 {
 		lost = fmt.Sprintf("%d servings lost or short of groups", suite.lost)
 	}
-	t.Logf("fault suite: %d cases, %d faults injected, %d invariants checked on %d servings, %d violations, %s",
-		suite.cases, suite.faults, suite.checkedInvariants, suite.servings, suite.violations, lost)
+	t.Logf("fault suite: %d cases (%d failed), %d faults injected, %d invariants checked on %d servings, %d violations, %s",
+		suite.cases, suite.failedCases, suite.faults, suite.checkedInvariants, suite.servings, suite.violations, lost)
 	sort.Slice(suite.recoveries, func(i, j int) bool { return suite.recoveries[i].name < suite.recoveries[j].name })
 	for _, r := range suite.recoveries {
 		t.Logf("recovery %-90s %s", r.name, r.took)
