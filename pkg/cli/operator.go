@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kubectl-llm/kubectl-llm/pkg/failpoint"
 	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
 	"github.com/kubectl-llm/kubectl-llm/pkg/scheme"
 )
@@ -100,6 +101,8 @@ func (o *OperatorOptions) Complete() error {
 	}
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	o.config = cfg
+	// Inert unless the fault suite names a point to stop at.
+	o.Manager.Failpoints = failpoint.Parse(os.Getenv(failpoint.EnvVar), os.Exit, os.Stderr)
 	_, hasSA := os.LookupEnv("KUBERNETES_SERVICE_HOST")
 	o.inCluster = hasSA && (o.ConfigFlags.KubeConfig == nil || *o.ConfigFlags.KubeConfig == "")
 	if !o.inCluster {

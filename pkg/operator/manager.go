@@ -32,6 +32,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/failpoint"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/pkg/scheme"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
@@ -61,6 +62,9 @@ type Options struct {
 	Webhook WebhookOptions
 	// Metrics registry; controller-runtime's global registry when nil.
 	Registry crmetrics.RegistererGatherer
+	// Failpoints stop the process at a named point of a reconcile pass (the fault suite's
+	// KUBECTL_LLM_FAILPOINT); inert when zero.
+	Failpoints failpoint.Set
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
 	// ServingWorkers is how many servings are reconciled at once; LWSWorkers, how many
@@ -247,7 +251,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	r := &Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("kubectl-llm"),
 		Clock: clock.RealClock{}, HistoryLimit: opts.HistoryLimit, Metrics: metrics,
-		Children: children, ChildrenCache: children, Live: mgr.GetAPIReader(),
+		Children: children, ChildrenCache: children, Live: mgr.GetAPIReader(), Failpoints: opts.Failpoints,
 		Workers: cmp.Or(opts.ServingWorkers, DefaultServingWorkers),
 	}
 	if mode == LWSEmbedded {

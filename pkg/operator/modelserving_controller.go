@@ -43,6 +43,7 @@ import (
 	lwsac "sigs.k8s.io/lws/client-go/applyconfiguration/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/failpoint"
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
@@ -78,6 +79,8 @@ type Reconciler struct {
 	ChildrenCache, LWSSource cache.Cache
 	// Workers is how many servings are reconciled at once; DefaultServingWorkers when 0.
 	Workers int
+	// Failpoints stop the process at a named point of a pass (the fault suite); inert when zero.
+	Failpoints failpoint.Set
 
 	// applied remembers, per child, what our last apply produced (the LWS's generation, the
 	// Service's resourceVersion, both from the apply response), so a child that someone else
@@ -143,6 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Client.Patch(ctx, ms, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
+		r.Failpoints.Hit("after-finalizer", req.String())
 	}
 
 	obs, stale, err := r.observe(ctx, ms)
@@ -158,6 +162,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var actErr error
 	if in.specErr == nil {
 		actErr = r.act(ctx, obs, &in)
+	}
+	if apierrors.HasStatusCause(actErr, corev1.NamespaceTerminatingCause) {
+		// The namespace is being deleted, the serving with it: nothing to repair or report; look
+		// again until the serving's own deletion reaches it.
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	// The status is written on every pass, whatever act did: an error becomes a condition.
 	sum, reportErr := r.report(ctx, obs, in, actErr)
@@ -361,6 +370,17 @@ const (
 	childForeign                       // anything else: no controller, or another kind or group
 )
 
+// adoptable: a child with no controller at all that carries the serving's name and managed-by
+// labels, as `kubectl delete --cascade=orphan` of an earlier serving with this name leaves its
+// children (the garbage collector removes the owner reference, nothing else). The serving adopts
+// it, as a ReplicaSet adopts the orphaned pods its selector matches, so its groups keep running.
+// An object without those labels (made by hand or by another tool) stays a NameConflict.
+func adoptable(ms *v1.ModelServing, child metav1.Object) bool {
+	l := child.GetLabels()
+	return metav1.GetControllerOf(child) == nil && child.GetDeletionTimestamp().IsZero() &&
+		l[v1.LabelName] == ms.Name && l[v1.LabelManagedBy] == v1.ManagedByValue
+}
+
 // ownership decides whose a child is, from its controller reference only.
 func ownership(ms *v1.ModelServing, child metav1.Object) childOwnership {
 	ref := metav1.GetControllerOf(child)
@@ -381,6 +401,12 @@ func ownership(ms *v1.ModelServing, child metav1.Object) childOwnership {
 // deleted), with the child's UID as a precondition so nothing else is deleted in its place.
 func (r *Reconciler) claim(ctx context.Context, ms *v1.ModelServing, child client.Object) (childOwnership, error) {
 	own := ownership(ms, child)
+	if own == childForeign && adoptable(ms, child) {
+		if err := r.adopt(ctx, ms, child); err != nil {
+			return own, err
+		}
+		return childOurs, nil
+	}
 	if own != childStale || !child.GetDeletionTimestamp().IsZero() {
 		return own, nil
 	}
@@ -390,7 +416,33 @@ func (r *Reconciler) claim(ctx context.Context, ms *v1.ModelServing, child clien
 		return own, fmt.Errorf("delete %T %s of an earlier serving: %w", child, child.GetName(), err)
 	}
 	log.FromContext(ctx).Info("Deleted a child of an earlier serving with the same name", "child", child.GetName(), "uid", uid)
+	r.Failpoints.Hit("after-stale-delete", client.ObjectKeyFromObject(ms).String())
 	return own, nil
+}
+
+// adopt makes the serving the controller of an orphaned child of its own (see adoptable), with
+// its resourceVersion as a precondition so a child that changed meanwhile is looked at again.
+func (r *Reconciler) adopt(ctx context.Context, ms *v1.ModelServing, child client.Object) error {
+	patch := client.MergeFromWithOptions(child.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	child.SetOwnerReferences(append(child.GetOwnerReferences(), *metav1.NewControllerRef(ms, v1.GroupVersion.WithKind("ModelServing"))))
+	if err := r.Client.Patch(ctx, child, patch); err != nil {
+		return fmt.Errorf("adopt %T %s: %w", child, child.GetName(), err)
+	}
+	// What the last apply made is not known for an adopted child: apply it once.
+	key := client.ObjectKeyFromObject(child)
+	switch child.(type) {
+	case *lwsv1.LeaderWorkerSet:
+		r.applied.Delete(childKey{"LeaderWorkerSet", key})
+	case *corev1.Service:
+		r.applied.Delete(childKey{"Service", key})
+	}
+	log.FromContext(ctx).Info("Adopted an orphaned child", "child", child.GetName(), "kind", fmt.Sprintf("%T", child))
+	if r.Recorder != nil {
+		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, "Adopted", "Adopt",
+			"adopted %s, left without an owner (kubectl delete --cascade=orphan of an earlier serving named %s)", child.GetName(), ms.Name)
+	}
+	r.Failpoints.Hit("after-adopt", client.ObjectKeyFromObject(ms).String())
+	return nil
 }
 
 // nameConflict says which object holds one of our names and who controls it.
@@ -414,6 +466,7 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 			// AlreadyExists: the cache has not seen our own earlier create yet.
 			return fmt.Errorf("create ControllerRevision %s: %w", in.createRevision.Name, err)
 		}
+		r.Failpoints.Hit("after-revision", client.ObjectKeyFromObject(ms).String())
 	case in.renumber != nil:
 		rev := findRevision(obs.revisions, in.renumber.name).DeepCopy()
 		patch := client.MergeFrom(rev.DeepCopy())
@@ -421,6 +474,7 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 		if err := r.Client.Patch(ctx, rev, patch); err != nil {
 			return fmt.Errorf("renumber ControllerRevision %s: %w", rev.Name, err)
 		}
+		r.Failpoints.Hit("after-renumber", client.ObjectKeyFromObject(ms).String())
 	}
 	for _, note := range in.notes {
 		log.FromContext(ctx).Info(note)
@@ -455,6 +509,7 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 		if err := r.Client.Delete(ctx, &rev); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("prune ControllerRevision %s: %w", rev.Name, err)
 		}
+		r.Failpoints.Hit("after-prune", client.ObjectKeyFromObject(ms).String())
 	}
 	return nil
 }
@@ -495,6 +550,9 @@ func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, 
 		return err
 	}
 	r.applied.Store(ck, ptr.Deref(desired.Generation, 0)) // the apply response, not a cache read
+	if live == nil || ptr.Deref(desired.Generation, 0) != live.Generation {
+		r.Failpoints.Hit("after-lws", key.Namespace+"/"+servingOfChild(key.Name)) // only after a write that changed it
+	}
 	return nil
 }
 
@@ -514,6 +572,9 @@ func (r *Reconciler) applyService(ctx context.Context, live *corev1.Service, des
 		return err
 	}
 	r.applied.Store(ck, ptr.Deref(desired.ResourceVersion, ""))
+	if live == nil || ptr.Deref(desired.ResourceVersion, "") != live.ResourceVersion {
+		r.Failpoints.Hit("after-service", key.Namespace+"/"+servingOfChild(naming.ServingOfService(key.Name)))
+	}
 	return nil
 }
 
@@ -562,6 +623,7 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 	if equality.Semantic.DeepEqual(ms.Status, next) {
 		return sum, nil
 	}
+	r.Failpoints.Hit("before-status", client.ObjectKeyFromObject(ms).String())
 	// The patch is computed from the status alone: marshalling the whole serving twice (its spec
 	// and template too) for a diff of its status was a third of a pass's CPU.
 	key := metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}
@@ -728,6 +790,15 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	for i := range revs.Items {
 		children = append(children, &revs.Items[i])
 	}
+	if controllerutil.ContainsFinalizer(ms, metav1.FinalizerOrphanDependents) {
+		// kubectl delete --cascade=orphan: the user keeps the children and their groups running,
+		// and a serving made again with this name adopts them (see adoptable).
+		log.FromContext(ctx).Info("Deleted with orphan propagation: leaving the children in place")
+		if err := r.release(ctx, ms, children); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.removeFinalizer(ctx, ms)
+	}
 	for _, child := range children {
 		if err := r.live().Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -743,11 +814,49 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 			if err := r.Client.Delete(ctx, child, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, fmt.Errorf("delete %s: %w", child.GetName(), err)
 			}
+			r.Failpoints.Hit("finalize-after-delete", client.ObjectKeyFromObject(ms).String())
 		}
 	}
 	if remaining > 0 {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
+	r.Failpoints.Hit("before-finalizer-removal", client.ObjectKeyFromObject(ms).String())
+	return r.removeFinalizer(ctx, ms)
+}
+
+// release removes the serving's owner reference from its children, as the garbage collector
+// would for orphan propagation, but before the finalizer goes rather than after: the collector
+// orphans with a JSON patch, which the API server refuses for revisions recorded before their
+// data was written with sorted keys ("data: field is immutable"), and it deletes a dependent
+// whose owner is gone if its graph missed that dependent. A merge patch has neither problem.
+func (r *Reconciler) release(ctx context.Context, ms *v1.ModelServing, children []client.Object) error {
+	for _, child := range children {
+		if err := r.live().Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if ownership(ms, child) != childOurs {
+			continue
+		}
+		patch := client.MergeFromWithOptions(child.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+		var refs []metav1.OwnerReference
+		for _, ref := range child.GetOwnerReferences() {
+			if ref.UID != ms.UID {
+				refs = append(refs, ref)
+			}
+		}
+		child.SetOwnerReferences(refs)
+		if err := r.Client.Patch(ctx, child, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("orphan %s: %w", child.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// removeFinalizer lets a deleted serving go.
+func (r *Reconciler) removeFinalizer(ctx context.Context, ms *v1.ModelServing) (ctrl.Result, error) {
 	patch := client.MergeFromWithOptions(ms.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(ms, v1.FinalizerChildren)
 	if err := r.Client.Patch(ctx, ms, patch); err != nil && !apierrors.IsNotFound(err) {

@@ -132,7 +132,7 @@ func ListOptions(namespace, serving string) []client.ListOption {
 
 // NewControllerRevision builds the ControllerRevision object that records a revision.
 func NewControllerRevision(ms *v1.ModelServing, r Spec, number int64) (*appsv1.ControllerRevision, error) {
-	raw, err := json.Marshal(r)
+	raw, err := canonicalJSON(r)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +149,25 @@ func NewControllerRevision(ms *v1.ModelServing, r Spec, number int64) (*appsv1.C
 		Data:     runtime.RawExtension{Raw: raw},
 		Revision: number,
 	}, nil
+}
+
+// canonicalJSON encodes v with its object keys sorted, as the API server re-encodes a
+// ControllerRevision's data when it applies a JSON patch to the object: recorded in any other
+// order, the data would look changed to its immutability check, and the garbage collector's
+// patch that orphans the revision (kubectl delete --cascade=orphan) would be refused forever.
+// Numbers keep their digits (UseNumber).
+func canonicalJSON(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, err
+	}
+	return json.Marshal(generic)
 }
 
 // Decode reads the spec a ControllerRevision recorded.

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -113,43 +114,113 @@ func installCRDs(ctx context.Context) error {
 }
 
 // operatorProcess is `kubectl-llm operator --lws=embedded` against the simulated cluster, as the
-// operator's ServiceAccount (impersonated), held to the roles the install ships.
+// operator's ServiceAccount (impersonated), held to the roles the install ships. args are added
+// to its command line (e.g. --leader-elect=true), env to its environment (a failpoint).
 type operatorProcess struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
+	done    chan struct{} // closed once the process has exited and been reaped
+	exit    atomic.Int32  // its exit status, once done (set before done is closed)
+	port    int           // the webhook port it serves
 	logPath string
+	args    []string
 }
 
-func (o *operatorProcess) start() error {
+func (o *operatorProcess) start() error { return o.startWith(nil) }
+
+// startWith starts the operator with extra environment variables and waits until it is ready; a
+// process that exits first (a failpoint reached at once) is an error.
+func (o *operatorProcess) startWith(env []string) error {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	port, err := testenv.FreePort()
 	if err != nil {
+		o.mu.Unlock()
 		return err
 	}
 	probe, err := testenv.FreePort()
 	if err != nil {
+		o.mu.Unlock()
 		return err
 	}
 	log, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
+		o.mu.Unlock()
 		return err
 	}
-	o.cmd = exec.Command(binary, "operator", "--kubeconfig", cluster.Kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe), "--webhook-port", strconv.Itoa(port))
-	o.cmd.Stdout, o.cmd.Stderr = log, log
-	if err := o.cmd.Start(); err != nil {
+	args := append([]string{"operator", "--kubeconfig", cluster.Kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe), "--webhook-port", strconv.Itoa(port)}, o.args...)
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		o.mu.Unlock()
+		_ = log.Close()
 		return err
 	}
+	done := make(chan struct{})
+	o.cmd, o.done, o.port = cmd, done, port
+	go func() {
+		err := cmd.Wait()
+		_ = log.Close()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		o.exit.Store(int32(code))
+		close(done)
+	}()
+	o.mu.Unlock()
 	// Ready once the webhook server serves (the readiness check covers it).
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return fmt.Errorf("the operator exited (status %d) before it was ready; see %s", o.exitCode(), o.logPath)
+		default:
+		}
 		if out, err := exec.Command("curl", "-sf", fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)).CombinedOutput(); err == nil && len(out) > 0 {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("operator not ready after 60s; see %s", o.logPath)
+}
+
+func (o *operatorProcess) exitCode() int { return int(o.exit.Load()) }
+
+// running reports whether the process is alive (started and not exited).
+func (o *operatorProcess) running() bool {
+	o.mu.Lock()
+	cmd, done := o.cmd, o.done
+	o.mu.Unlock()
+	if cmd == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitExit waits until the process exits on its own (a failpoint) and returns its status.
+func (o *operatorProcess) waitExit(timeout time.Duration) (int, error) {
+	o.mu.Lock()
+	done := o.done
+	o.mu.Unlock()
+	if done == nil {
+		return 0, fmt.Errorf("the operator was not started")
+	}
+	select {
+	case <-done:
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.cmd = nil
+		return o.exitCode(), nil
+	case <-time.After(timeout):
+		return 0, fmt.Errorf("the operator did not exit within %s", timeout)
+	}
 }
 
 func (o *operatorProcess) stop() {
@@ -159,13 +230,11 @@ func (o *operatorProcess) stop() {
 		return
 	}
 	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = o.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-o.done:
 	case <-time.After(20 * time.Second):
 		_ = o.cmd.Process.Kill()
-		<-done
+		<-o.done
 	}
 	o.cmd = nil
 }
@@ -178,7 +247,7 @@ func (o *operatorProcess) kill() {
 		return
 	}
 	_ = o.cmd.Process.Kill()
-	_ = o.cmd.Wait()
+	<-o.done
 	o.cmd = nil
 }
 
@@ -206,17 +275,35 @@ func kubectlLLM(args ...string) (string, error) {
 
 func namespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
-	if err := kc.Create(context.Background(), ns); err != nil {
+	ns, err := newNamespace()
+	if err != nil {
 		t.Fatal(err)
 	}
-	// Pods need the namespace's default ServiceAccount, which kube-controller-manager makes.
-	testenv.Eventually(t, 30*time.Second, "the default ServiceAccount", func() (bool, error) {
-		err := kc.Get(context.Background(), types.NamespacedName{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
-		return err == nil, err
+	t.Cleanup(func() {
+		_ = kc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
-	t.Cleanup(func() { _ = kc.Delete(context.Background(), ns) })
-	return ns.Name
+	return ns
+}
+
+// newNamespace makes a namespace for a test and waits until pods can be made in it; the caller
+// deletes it.
+func newNamespace() (string, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	if err := kc.Create(context.Background(), ns); err != nil {
+		return "", err
+	}
+	// Pods need the namespace's default ServiceAccount, which kube-controller-manager makes.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := kc.Get(context.Background(), types.NamespacedName{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
+		if err == nil {
+			return ns.Name, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no default ServiceAccount in %s after 30s: %w", ns.Name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // newServing is a serving of replicas groups of size pods, each pod asking gpus GPUs.

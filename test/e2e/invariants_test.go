@@ -2,15 +2,21 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,13 +38,25 @@ import (
 //  2. never two copies of a group: at every pod event, at most one live pod per (group, worker);
 //  3. status caught up: observedGeneration == generation, Ready, counts that match the pods;
 //  4. quiet when converged: no write to the serving, its LWS, Service or revisions for a while;
-//  5. the operator healthy: alive, no panic in its log, RSS under its limit.
+//  5. the operator healthy: alive, no panic in its log, RSS under its limit;
+//  6. the embedded LWS webhooks: both webhook configurations call the live operator, and their CA
+//     bundle verifies the certificate it serves there.
 //
-// violations counts what failed over the whole suite, for its summary line.
+// violations counts what failed over the whole suite, lost the servings that did not end with
+// their children and ready groups, for its summary line; recoveries are the measured times.
 var suite struct {
 	mu                          sync.Mutex
 	cases, faults, violations   int
 	checkedInvariants, servings int
+	lost, failedCases           int
+	recoveries                  []recovery
+	faultAt                     map[string]time.Time // test name -> its first fault
+}
+
+// recovery is how long one case took from its fault to the settled, quiet state.
+type recovery struct {
+	name string
+	took time.Duration
 }
 
 // historyLimit is the operator's default number of ControllerRevisions per serving.
@@ -131,6 +149,7 @@ func checkInvariants(t *testing.T, ns, name string, replicas, size int, copies *
 		caught = statusCaughtUp(t, ns, name, replicas, size)
 		children = childrenOwnedByTheLiveServing(ns, name)
 		if caught == nil && children == nil {
+			recovered(t)
 			if quiet = quietFor(ns, name, quietWindow); quiet == nil {
 				// settled and quiet: check the end state again, it may have moved in the window
 				caught = statusCaughtUp(t, ns, name, replicas, size)
@@ -154,10 +173,14 @@ func checkInvariants(t *testing.T, ns, name string, replicas, size int, copies *
 		copies.mu.Unlock()
 	}
 	fail("operator healthy", operatorHealthy())
+	fail("webhooks call the live operator", webhooksCallTheLiveOperator(leader()))
 	suite.mu.Lock()
-	suite.checkedInvariants += 5
+	suite.checkedInvariants += 6
 	suite.servings++
 	suite.violations += len(failed)
+	if caught != nil || children != nil {
+		suite.lost++
+	}
 	suite.mu.Unlock()
 	if len(failed) > 0 {
 		t.Errorf("invariants violated for %s/%s:\n  %s", ns, name, strings.Join(failed, "\n  "))
@@ -309,7 +332,7 @@ func operatorHealthy() error {
 	op.mu.Lock()
 	cmd := op.cmd
 	op.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
+	if cmd == nil || cmd.Process == nil || !op.running() {
 		return fmt.Errorf("the operator is not running")
 	}
 	if log, err := os.ReadFile(op.logPath); err == nil {
@@ -337,16 +360,132 @@ func fault(t *testing.T, what string) {
 	t.Helper()
 	suite.mu.Lock()
 	suite.faults++
+	if suite.faultAt == nil {
+		suite.faultAt = map[string]time.Time{}
+	}
+	if _, ok := suite.faultAt[t.Name()]; !ok {
+		suite.faultAt[t.Name()] = time.Now()
+	}
 	suite.mu.Unlock()
 	t.Logf("fault: %s", what)
+}
+
+// recovered logs and records the time from a case's first fault to now, once per case.
+func recovered(t *testing.T) {
+	t.Helper()
+	suite.mu.Lock()
+	defer suite.mu.Unlock()
+	since, ok := suite.faultAt[t.Name()]
+	if !ok {
+		return
+	}
+	delete(suite.faultAt, t.Name())
+	took := time.Since(since).Round(100 * time.Millisecond)
+	t.Logf("recovered (status caught up, children right) %s after the fault", took)
+	suite.recoveries = append(suite.recoveries, recovery{t.Name(), took})
+}
+
+// violation records a failed check that is not one of the six invariants (a case's own
+// expectation) in the summary, and fails the test.
+func violation(t *testing.T, format string, args ...any) {
+	t.Helper()
+	suite.mu.Lock()
+	suite.violations++
+	suite.mu.Unlock()
+	t.Errorf(format, args...)
+}
+
+// leader is the operator process that should hold the webhook configurations: op, unless a case
+// runs others (leader election) and says which one leads.
+var leaderProcess struct {
+	sync.Mutex
+	p *operatorProcess
+}
+
+func leader() *operatorProcess {
+	leaderProcess.Lock()
+	defer leaderProcess.Unlock()
+	if leaderProcess.p != nil {
+		return leaderProcess.p
+	}
+	return op
+}
+
+// webhooksCallTheLiveOperator: every webhook of the embedded LWS configurations calls
+// https://127.0.0.1:<the live operator's port>, and a TLS handshake there verifies with the
+// configuration's CA bundle for that host.
+func webhooksCallTheLiveOperator(p *operatorProcess) error {
+	ctx := context.Background()
+	p.mu.Lock()
+	port := p.port
+	p.mu.Unlock()
+	type hook struct {
+		name string
+		cc   admissionv1.WebhookClientConfig
+	}
+	var hooks []hook
+	m := &admissionv1.MutatingWebhookConfiguration{}
+	if err := kc.Get(ctx, types.NamespacedName{Name: webhookConfigName}, m); err != nil {
+		return err
+	}
+	for _, w := range m.Webhooks {
+		hooks = append(hooks, hook{w.Name, w.ClientConfig})
+	}
+	v := &admissionv1.ValidatingWebhookConfiguration{}
+	if err := kc.Get(ctx, types.NamespacedName{Name: webhookConfigName}, v); err != nil {
+		return err
+	}
+	for _, w := range v.Webhooks {
+		hooks = append(hooks, hook{w.Name, w.ClientConfig})
+	}
+	if len(hooks) != 4 {
+		return fmt.Errorf("%d webhooks in the configurations %s, want 4", len(hooks), webhookConfigName)
+	}
+	for _, h := range hooks {
+		if h.cc.URL == nil {
+			return fmt.Errorf("webhook %s has no URL", h.name)
+		}
+		u, err := url.Parse(*h.cc.URL)
+		if err != nil {
+			return fmt.Errorf("webhook %s: %w", h.name, err)
+		}
+		if u.Port() != strconv.Itoa(port) {
+			return fmt.Errorf("webhook %s calls %s, not the live operator's port %d", h.name, u.Host, port)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(h.cc.CABundle) {
+			return fmt.Errorf("webhook %s: the CA bundle holds no certificate", h.name)
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", u.Host, &tls.Config{RootCAs: roots, ServerName: u.Hostname(), MinVersion: tls.VersionTLS12})
+		if err != nil {
+			return fmt.Errorf("webhook %s: the certificate served at %s does not verify with the CA bundle: %w", h.name, u.Host, err)
+		}
+		_ = conn.Close()
+	}
+	return nil
+}
+
+// webhookConfigName names the embedded LWS webhook configurations.
+const webhookConfigName = "kubectl-llm-lws"
+
+// countCase counts a case for the summary, and whether it failed, however it failed.
+func countCase(t *testing.T) {
+	suite.mu.Lock()
+	suite.cases++
+	suite.mu.Unlock()
+	t.Cleanup(func() {
+		if t.Failed() {
+			suite.mu.Lock()
+			suite.failedCases++
+			suite.mu.Unlock()
+		}
+	})
 }
 
 // faultCase counts a case and waits until the serving it made is Ready, as the starting point.
 func faultCase(t *testing.T, ns string, ms *v1.ModelServing) {
 	t.Helper()
-	suite.mu.Lock()
-	suite.cases++
-	suite.mu.Unlock()
+	countCase(t)
 	if err := kc.Create(context.Background(), ms); err != nil {
 		t.Fatal(err)
 	}
@@ -358,6 +497,14 @@ func faultCase(t *testing.T, ns string, ms *v1.ModelServing) {
 func TestZZFaultSummary(t *testing.T) {
 	suite.mu.Lock()
 	defer suite.mu.Unlock()
-	t.Logf("fault suite: %d cases, %d faults injected, %d invariants checked on %d servings, %d violations",
-		suite.cases, suite.faults, suite.checkedInvariants, suite.servings, suite.violations)
+	lost := "nothing lost"
+	if suite.lost > 0 {
+		lost = fmt.Sprintf("%d servings lost or short of groups", suite.lost)
+	}
+	t.Logf("fault suite: %d cases (%d failed), %d faults injected, %d invariants checked on %d servings, %d violations, %s",
+		suite.cases, suite.failedCases, suite.faults, suite.checkedInvariants, suite.servings, suite.violations, lost)
+	sort.Slice(suite.recoveries, func(i, j int) bool { return suite.recoveries[i].name < suite.recoveries[j].name })
+	for _, r := range suite.recoveries {
+		t.Logf("recovery %-90s %s", r.name, r.took)
+	}
 }

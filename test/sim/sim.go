@@ -29,7 +29,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -211,4 +213,147 @@ func (c *Cluster) startWatchdog() {
 		return
 	}
 	c.watchdog = cmd.Process
+}
+
+// component is a running control-plane process as kwokctl started it.
+type component struct {
+	pidFile, cwd string
+	pid          int
+	argv, env    []string
+}
+
+func readComponent(pidFile string) (component, error) {
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		return component{}, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return component{}, fmt.Errorf("%s: %w", pidFile, err)
+	}
+	proc := fmt.Sprintf("/proc/%d/", pid)
+	cmdline, err := os.ReadFile(proc + "cmdline")
+	if err != nil {
+		return component{}, fmt.Errorf("pid %d of %s: %w", pid, pidFile, err)
+	}
+	environ, err := os.ReadFile(proc + "environ")
+	if err != nil {
+		return component{}, err
+	}
+	cwd, err := os.Readlink(proc + "cwd")
+	if err != nil {
+		return component{}, err
+	}
+	return component{pidFile: pidFile, cwd: cwd, pid: pid,
+		argv: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"),
+		env:  strings.Split(strings.TrimRight(string(environ), "\x00"), "\x00")}, nil
+}
+
+// start runs the component again, detached as kwokctl runs it, logging where it logged, and
+// records its new pid in its pid file (so Stop still finds it).
+func (c component) start(logsDir string) error {
+	name := strings.TrimSuffix(filepath.Base(c.pidFile), ".pid")
+	log, err := os.OpenFile(filepath.Join(logsDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Env, cmd.Dir = c.env, c.cwd
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s again: %w", name, err)
+	}
+	go func() { _ = cmd.Wait() }() // reap it when Stop kills it
+	return os.WriteFile(c.pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after 10 s), keeps it down for
+// down, and starts it again with the same command line, environment and working directory; it
+// returns once /readyz answers. A component that exited meanwhile (kube-controller-manager and
+// kube-scheduler give up when they cannot renew their leases) is started again, as a kubelet
+// restarts a static pod.
+func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) error {
+	pids, err := filepath.Glob(filepath.Join(c.Dir, "kwok", "clusters", c.Name, "pids", "*.pid"))
+	if err != nil {
+		return err
+	}
+	var apiserver component
+	var others []component
+	for _, f := range pids {
+		comp, err := readComponent(f)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(comp.argv[0], "kube-apiserver") {
+			apiserver = comp
+		} else {
+			others = append(others, comp)
+		}
+	}
+	if apiserver.pid == 0 {
+		return fmt.Errorf("no kube-apiserver among %v", pids)
+	}
+	p, err := os.FindProcess(apiserver.pid)
+	if err != nil {
+		return err
+	}
+	_ = p.Signal(syscall.SIGTERM)
+	if !waitGone(apiserver.pid, 10*time.Second) {
+		_ = p.Signal(syscall.SIGKILL)
+		waitGone(apiserver.pid, 5*time.Second)
+	}
+	time.Sleep(down)
+	if err := apiserver.start(c.LogsDir()); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	rc := cs.Discovery().RESTClient()
+	deadline := time.Now().Add(60 * time.Second)
+	for rc.Get().AbsPath("/readyz").Do(ctx).Error() != nil {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver not ready 60s after its restart")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A component that could not renew its lease exits within its renew deadline (10 s).
+	until := time.Now().Add(12 * time.Second)
+	for time.Now().Before(until) {
+		for i := range others {
+			if others[i].pid != 0 && gone(others[i].pid) {
+				if err := others[i].start(c.LogsDir()); err != nil {
+					return err
+				}
+				others[i].pid = 0
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return nil
+}
+
+// waitGone waits until pid has exited.
+func waitGone(pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
+}
+
+// gone: pid has exited (or is a zombie, waiting for its reaper).
+func gone(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(stat))
+	return len(f) > 2 && f[2] == "Z"
 }

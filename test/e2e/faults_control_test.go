@@ -1,0 +1,275 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
+)
+
+// webhookPort is the port the mutating webhook configuration calls (0 when it cannot be read).
+func webhookPort() int {
+	m := &admissionv1.MutatingWebhookConfiguration{}
+	if err := kc.Get(context.Background(), types.NamespacedName{Name: webhookConfigName}, m); err != nil || len(m.Webhooks) == 0 || m.Webhooks[0].ClientConfig.URL == nil {
+		return 0
+	}
+	u, err := url.Parse(*m.Webhooks[0].ClientConfig.URL)
+	if err != nil {
+		return 0
+	}
+	p, _ := strconv.Atoi(u.Port())
+	return p
+}
+
+// The cases that touch what every serving depends on (the webhook configurations, the operator's
+// election, the API server) run one at a time.
+func TestFaultsControlPlane(t *testing.T) {
+	ctx := context.Background()
+	restartServing := func(t *testing.T, ns, name, id string) {
+		update(t, ns, name, func(ms *v1.ModelServing) { ms.Spec.Restart = &v1.RestartSpec{ID: id} })
+	}
+	t.Run("webhook configurations deleted by hand", func(t *testing.T) {
+		ns := namespace(t)
+		faultCase(t, ns, newServing(ns, "wa", 2, 2, 1))
+		copies := watchForCopies(t, ns, "wa")
+		fault(t, "delete both embedded LWS webhook configurations")
+		for _, o := range []client.Object{&admissionv1.MutatingWebhookConfiguration{}, &admissionv1.ValidatingWebhookConfiguration{}} {
+			o.SetName(webhookConfigName)
+			if err := kc.Delete(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The operator may only fill in the configurations the install ships (creating webhook
+		// configurations cannot be bounded by name in RBAC, and would let it intercept any
+		// admission in the cluster): it says so and what to run, and the install brings them back.
+		testenv.Eventually(t, 30*time.Second, "the operator to say what to run", func() (bool, error) {
+			log, err := os.ReadFile(op.logPath)
+			return bytes.Contains(log, []byte("run it to recreate them")), err
+		})
+		if err := cluster.InstallOperatorManifests(ctx, "embedded"); err != nil {
+			t.Fatal(err)
+		}
+		took := testenv.Eventually(t, 60*time.Second, "the configurations back, calling the operator", func() (bool, error) {
+			err := webhooksCallTheLiveOperator(leader())
+			return err == nil, err
+		})
+		t.Logf("webhook configurations filled in %s after kubectl llm install shipped them again", took.Round(100*time.Millisecond))
+		// Admission works again: a restart makes every pod anew through the pod webhook.
+		restartServing(t, ns, "wa", "after-webhooks")
+		checkInvariants(t, ns, "wa", 2, 2, copies, faultQuiet)
+	})
+	t.Run("webhook configuration edited by hand", func(t *testing.T) {
+		ns := namespace(t)
+		faultCase(t, ns, newServing(ns, "wb", 2, 2, 1))
+		copies := watchForCopies(t, ns, "wb")
+		fault(t, "point the mutating webhooks at another port with another CA bundle")
+		testenv.Eventually(t, 10*time.Second, "hand edit", func() (bool, error) {
+			m := &admissionv1.MutatingWebhookConfiguration{}
+			if err := kc.Get(ctx, types.NamespacedName{Name: webhookConfigName}, m); err != nil {
+				return false, err
+			}
+			for i := range m.Webhooks {
+				u := "https://127.0.0.1:1/wrong"
+				m.Webhooks[i].ClientConfig.URL = &u
+				m.Webhooks[i].ClientConfig.CABundle = []byte("not a certificate")
+				fail := admissionv1.Ignore
+				m.Webhooks[i].FailurePolicy = &fail
+			}
+			err := kc.Update(ctx, m)
+			return err == nil, err
+		})
+		took := testenv.Eventually(t, 60*time.Second, "the configuration restored", func() (bool, error) {
+			err := webhooksCallTheLiveOperator(leader())
+			return err == nil, err
+		})
+		t.Logf("webhook configuration restored %s after the edit", took.Round(100*time.Millisecond))
+		restartServing(t, ns, "wb", "after-edit")
+		checkInvariants(t, ns, "wb", 2, 2, copies, faultQuiet)
+	})
+	t.Run("two replicas with leader election: the leader SIGKILLed, then the Lease deleted by hand", func(t *testing.T) {
+		ns := namespace(t)
+		faultCase(t, ns, newServing(ns, "le", 2, 2, 1))
+		copies := watchForCopies(t, ns, "le")
+		op.kill()
+		dir := filepath.Dir(op.logPath)
+		a := &operatorProcess{logPath: filepath.Join(dir, "operator-a.log"), args: []string{"--leader-elect=true"}}
+		b := &operatorProcess{logPath: filepath.Join(dir, "operator-b.log"), args: []string{"--leader-elect=true"}}
+		defer func() {
+			a.stop()
+			b.stop()
+			leaderProcess.Lock()
+			leaderProcess.p = nil
+			leaderProcess.Unlock()
+			restartOperator(t)
+		}()
+		for _, p := range []*operatorProcess{a, b} {
+			if err := p.start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The leader is the one the webhook configurations call (only the leader writes them).
+		var lead, other *operatorProcess
+		testenv.Eventually(t, 60*time.Second, "a leader", func() (bool, error) {
+			switch webhookPort() {
+			case a.port:
+				lead, other = a, b
+			case b.port:
+				lead, other = b, a
+			}
+			return lead != nil, nil
+		})
+		lws := &lwsv1.LeaderWorkerSet{}
+		if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "le"}, lws); err != nil {
+			t.Fatal(err)
+		}
+		gen := lws.Generation
+		fault(t, "SIGKILL the leading replica (its Lease is not released)")
+		killed := time.Now()
+		lead.kill()
+		took := testenv.Eventually(t, 60*time.Second, "the other replica to take over", func() (bool, error) {
+			return webhookPort() == other.port, nil
+		})
+		t.Logf("the second replica took over %s after the leader was killed (lease duration 15 s)", took.Round(100*time.Millisecond))
+		if took > 30*time.Second {
+			violation(t, "takeover took %s, more than twice the 15 s lease", took)
+		}
+		leaderProcess.Lock()
+		leaderProcess.p = other
+		leaderProcess.Unlock()
+		// The killed replica comes back as a follower; the Lease is then deleted by hand.
+		if err := lead.start(); err != nil {
+			t.Fatal(err)
+		}
+		fault(t, "delete the leader election Lease by hand")
+		if err := kc.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kubectl-llm-system", Name: "kubectl-llm-operator"}}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 60*time.Second, "a Lease again, held by a running replica", func() (bool, error) {
+			l := &coordinationv1.Lease{}
+			if err := kc.Get(ctx, types.NamespacedName{Namespace: "kubectl-llm-system", Name: "kubectl-llm-operator"}, l); err != nil {
+				return false, err
+			}
+			return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
+		})
+		// Whoever leads now is the one the configurations call, and it must be alive.
+		testenv.Eventually(t, 60*time.Second, "the configurations to call a live replica", func() (bool, error) {
+			switch webhookPort() {
+			case a.port:
+				leaderProcess.Lock()
+				leaderProcess.p = a
+				leaderProcess.Unlock()
+				return a.running(), nil
+			case b.port:
+				leaderProcess.Lock()
+				leaderProcess.p = b
+				leaderProcess.Unlock()
+				return b.running(), nil
+			}
+			return false, nil
+		})
+		t.Logf("%s from the kill to a settled leader", time.Since(killed).Round(100*time.Millisecond))
+		// No write flipped the converged serving's LeaderWorkerSet: its spec never moved.
+		if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "le"}, lws); err != nil {
+			t.Fatal(err)
+		}
+		if lws.Generation != gen {
+			violation(t, "the LeaderWorkerSet's spec was written during the takeover: generation %d -> %d", gen, lws.Generation)
+		}
+		// The invariants, with the elected replica as the operator.
+		opWas := op
+		op = leader()
+		defer func() { op = opWas }()
+		checkInvariants(t, ns, "le", 2, 2, copies, faultQuiet)
+	})
+	for _, down := range []bool{false, true} {
+		title := "namespace deleted with two servings in it, operator up"
+		if down {
+			title = "namespace deleted with two servings in it, operator down until it is Terminating"
+		}
+		t.Run(title, func(t *testing.T) {
+			ns, err := newNamespace()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"na", "nb"} {
+				faultCase(t, ns, newServing(ns, name, 2, 2, 1))
+			}
+			if down {
+				op.kill()
+			}
+			fault(t, "delete the namespace "+ns)
+			if err := kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				t.Fatal(err)
+			}
+			if down {
+				// The servings' finalizers hold the namespace until an operator finishes the job.
+				time.Sleep(3 * time.Second)
+				if err := kc.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{}); err != nil {
+					violation(t, "the namespace went while the operator was down: %v", err)
+				}
+				restartOperator(t)
+			}
+			took := testenv.Eventually(t, settle, "the namespace gone", func() (bool, error) {
+				err := kc.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{})
+				return apierrors.IsNotFound(err), err
+			})
+			t.Logf("namespace gone %s after its deletion", took.Round(100*time.Millisecond))
+			for _, name := range []string{"na", "nb"} {
+				checkGone(t, ns, name)
+			}
+		})
+	}
+	t.Run("kube-apiserver restarted mid rolling update, rollout status watching", func(t *testing.T) {
+		ns := namespace(t)
+		faultCase(t, ns, newServing(ns, "ap", 2, 2, 1))
+		copies := watchForCopies(t, ns, "ap")
+		update(t, ns, "ap", newImage)
+		underWay(t, ns, "ap", getServing(t, ns, "ap").Generation)
+		status := exec.Command(binary, "--kubeconfig", cluster.Kubeconfig, "rollout", "status", "ap", "-n", ns, "--timeout", "150s")
+		var out bytes.Buffer
+		status.Stdout, status.Stderr = &out, &out
+		if err := status.Start(); err != nil {
+			t.Fatal(err)
+		}
+		fault(t, "restart kube-apiserver (down 1 s) while groups are being replaced and rollout status watches")
+		if err := cluster.RestartAPIServer(ctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- status.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				violation(t, "kubectl llm rollout status did not survive the API server restart: %v\n%s", err, out.String())
+			} else {
+				t.Logf("rollout status: %s", lastLine(out.String()))
+			}
+		case <-time.After(3 * settle):
+			_ = status.Process.Kill()
+			violation(t, "kubectl llm rollout status still waiting after %s:\n%s", 3*settle, out.String())
+		}
+		checkInvariants(t, ns, "ap", 2, 2, copies, faultQuiet)
+	})
+}
+
+func lastLine(s string) string {
+	lines := bytes.Split(bytes.TrimSpace([]byte(s)), []byte("\n"))
+	return string(lines[len(lines)-1])
+}
