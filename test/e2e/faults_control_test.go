@@ -168,21 +168,32 @@ func TestFaultsControlPlane(t *testing.T) {
 			}
 			return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
 		})
-		// Whoever leads now is the one the configurations call, and it must be alive.
-		testenv.Eventually(t, 60*time.Second, "the configurations to call a live replica", func() (bool, error) {
-			switch webhookPort() {
+		// Whoever leads now is the one the configurations call, and it must be alive. The replica
+		// that led may go on for up to its renew deadline (10 s) before it sees that the other one
+		// made the new Lease; only then does the new leader write its port. So a settled leader is
+		// one the configurations have called, alive, for longer than the lease (15 s).
+		var settledPort int
+		var settledSince time.Time
+		testenv.Eventually(t, 90*time.Second, "the configurations to call a live replica for 20 s", func() (bool, error) {
+			port := webhookPort()
+			var p *operatorProcess
+			switch port {
 			case a.port:
-				leaderProcess.Lock()
-				leaderProcess.p = a
-				leaderProcess.Unlock()
-				return a.running(), nil
+				p = a
 			case b.port:
-				leaderProcess.Lock()
-				leaderProcess.p = b
-				leaderProcess.Unlock()
-				return b.running(), nil
+				p = b
 			}
-			return false, nil
+			if p == nil || !p.running() {
+				settledPort = 0
+				return false, nil
+			}
+			if port != settledPort {
+				settledPort, settledSince = port, time.Now()
+			}
+			leaderProcess.Lock()
+			leaderProcess.p = p
+			leaderProcess.Unlock()
+			return time.Since(settledSince) >= 20*time.Second, nil
 		})
 		t.Logf("%s from the kill to a settled leader", time.Since(killed).Round(100*time.Millisecond))
 		// No write flipped the converged serving's LeaderWorkerSet: its spec never moved.
