@@ -741,7 +741,7 @@ func sumSeries(before, after map[string]float64, metric, want string) float64 {
 
 // printInternals prints what the operator's own metrics say of the burst: per controller the
 // reconciles per object, the mean wait in its queue and the mean work of one pass; the client's
-// rate limiter's mean wait and its requests per object.
+// requests per object (controller-runtime exports no client latency or rate-limiter series).
 func printInternals(w *os.File, before, after map[string]float64, n int) {
 	if before == nil || after == nil {
 		fmt.Fprintln(w, "operator metrics: not readable")
@@ -759,15 +759,8 @@ func printInternals(w *os.File, before, after map[string]float64, n int) {
 	for _, m := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes"} {
 		fmt.Fprintf(w, "operator %s after the burst: %.1f MiB\n", m, after[m]/(1<<20))
 	}
-	for _, verb := range []string{"GET", "POST", "PATCH", "PUT"} {
-		ds := sumSeries(before, after, "rest_client_request_duration_seconds_sum", `verb="`+verb+`"`)
-		dc := sumSeries(before, after, "rest_client_request_duration_seconds_count", `verb="`+verb+`"`)
-		fmt.Fprintf(w, "operator client %s: %.1f per object, %.0f ms mean\n", verb, dc/float64(n), 1000*ds/max(dc, 1))
-	}
-	rs := sumSeries(before, after, "rest_client_rate_limiter_duration_seconds_sum", "")
-	rc := sumSeries(before, after, "rest_client_rate_limiter_duration_seconds_count", "")
 	reqs := sumSeries(before, after, "rest_client_requests_total", "")
-	fmt.Fprintf(w, "operator client: %.1f requests per object, rate limiter wait %.0f ms mean over %.0f\n", reqs/float64(n), 1000*rs/max(rc, 1), rc)
+	fmt.Fprintf(w, "operator client: %.1f requests per object\n", reqs/float64(n))
 }
 
 // watchTop delivers each object's name once, the first time ready(object) holds.
