@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -254,11 +256,16 @@ func TestFaultsControlPlane(t *testing.T) {
 		update(t, ns, "ap", newImage)
 		underWay(t, ns, "ap", getServing(t, ns, "ap").Generation)
 		status := exec.Command(binary, "--kubeconfig", cluster.Kubeconfig, "rollout", "status", "ap", "-n", ns, "--timeout", "150s")
-		var out bytes.Buffer
-		status.Stdout, status.Stderr = &out, &out
+		out := &lockedBuffer{}
+		status.Stdout, status.Stderr = out, out
 		if err := status.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// The fault comes once rollout status has listed the serving (its first line): an API
+		// server that is away before the first list is a different case, a clear error at once.
+		testenv.Eventually(t, 30*time.Second, "rollout status's first line", func() (bool, error) {
+			return strings.Contains(out.String(), "\n"), nil
+		})
 		fault(t, "restart kube-apiserver (down 1 s) while groups are being replaced and rollout status watches")
 		if err := cluster.RestartAPIServer(ctx, time.Second); err != nil {
 			t.Fatal(err)
@@ -283,4 +290,22 @@ func TestFaultsControlPlane(t *testing.T) {
 func lastLine(s string) string {
 	lines := bytes.Split(bytes.TrimSpace([]byte(s)), []byte("\n"))
 	return string(lines[len(lines)-1])
+}
+
+// lockedBuffer is a bytes.Buffer that a child process writes while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
