@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -256,7 +255,7 @@ func TestFaultsControlPlane(t *testing.T) {
 		update(t, ns, "ap", newImage)
 		underWay(t, ns, "ap", getServing(t, ns, "ap").Generation)
 		status := exec.Command(binary, "--kubeconfig", cluster.Kubeconfig, "rollout", "status", "ap", "-n", ns, "--timeout", "150s")
-		out := &lockedBuffer{}
+		out := &testenv.SyncBuffer{}
 		status.Stdout, status.Stderr = out, out
 		if err := status.Start(); err != nil {
 			t.Fatal(err)
@@ -290,22 +289,4 @@ func TestFaultsControlPlane(t *testing.T) {
 func lastLine(s string) string {
 	lines := bytes.Split(bytes.TrimSpace([]byte(s)), []byte("\n"))
 	return string(lines[len(lines)-1])
-}
-
-// lockedBuffer is a bytes.Buffer that a child process writes while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
