@@ -59,6 +59,8 @@ func main() {
 	only := flag.String("only", "", "run one side only: lws or kubectl-llm")
 	flag.StringVar(&cpuFile, "cpu", "", "save the operator's CPU profile of the burst's first 30 s to this file (go tool pprof)")
 	flag.StringVar(&heapFile, "heap", "", "save the operator's heap profile after the burst to this file (go tool pprof)")
+	flag.IntVar(&unrelatedN, "unrelated", 0, "after the churn, create this many unrelated pods, Services, StatefulSets and ControllerRevisions each, and report the controller's RSS before and after")
+	flag.IntVar(&getN, "get", 0, "on the kubectl-llm side, time `kubectl llm get` of this many servings against `kubectl get modelservings`")
 	flag.StringVar(&operatorArgs, "operator-args", "", "extra flags of kubectl-llm operator, space-separated (to try a setting)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -94,11 +96,18 @@ type results struct {
 	toLWS, lwsReady, fromLWS []time.Duration
 	// requests are the API requests per burst object during the burst, by verb and resource,
 	// from the API server's own counters (every client: the controllers, scheduler, kwok…).
-	requests     map[string]float64
+	requests map[string]float64
+	// apiWait is what the API server says of the burst's requests: the mean latency of a
+	// request by verb, and the mean wait in API priority and fairness by priority level.
+	apiWait      map[string]time.Duration
 	cpuPerObject time.Duration
 	// rssIdle is the controller's RSS before the burst (after the recovery and rollout cases).
 	rssIdle float64
 	rss     float64
+	// rssUnrelated0 and rssUnrelated are the RSS before and after the -unrelated objects.
+	rssUnrelated0, rssUnrelated float64
+	// get is the -get case (kubectl-llm only).
+	get *getTimes
 	// slowest is the burst object that took longest, and when it was created and how long.
 	slowest   string
 	slowestAt timing
@@ -137,6 +146,10 @@ func trace(ctx context.Context, ns, name string, t timing) {
 
 var (
 	operatorArgs, heapFile, cpuFile string
+	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
+	unrelatedN, getN int
+	// llmBin and kubeconfig are the kubectl-llm binary under test and the cluster's kubeconfig.
+	llmBin, kubeconfig string
 	// operatorPprof is the pprof address of the operator under test when -heap is given.
 	operatorPprof string
 	// operatorMetrics is the metrics address of the operator under test.
@@ -154,6 +167,7 @@ func run(n, reps, nodes int, only string) error {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "kubectl-llm")
+	llmBin = bin
 	// As the release builds it (.goreleaser.yaml), and as hack/build-lws-manager.sh builds the
 	// upstream manager: a default cgo build links kubectl-llm dynamically, with every symbol
 	// exported (cli-runtime reaches kustomize, which imports package plugin), 12 MiB more of the
@@ -171,6 +185,7 @@ func run(n, reps, nodes int, only string) error {
 		return err
 	}
 	defer cluster.Stop()
+	kubeconfig = cluster.Kubeconfig
 	cfg := cluster.Config
 	cfg.QPS, cfg.Burst = 200, 400
 	if kc, err = client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
@@ -264,6 +279,10 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
+	lat0, err := apiServerSeries(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var prom0 map[string]float64
 	var profiling *exec.Cmd
 	if s.name == "kubectl-llm" {
@@ -316,6 +335,11 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		return nil, err
 	}
 	r.requests = perObject(req0, req1, n)
+	lat1, err := apiServerSeries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.apiWait = apiWaits(lat0, lat1)
 	if s.name == "kubectl-llm" {
 		printInternals(os.Stderr, prom0, scrape(operatorMetrics), n)
 		if profiling != nil {
@@ -360,6 +384,16 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	}
 	if err := cases(&r.churnRecovery, &r.churnRollout); err != nil {
 		return nil, err
+	}
+	if unrelatedN > 0 {
+		if r.rssUnrelated0, r.rssUnrelated, err = measureUnrelated(ctx, pid, unrelatedN); err != nil {
+			return nil, err
+		}
+	}
+	if getN > 0 && s.name == "kubectl-llm" {
+		if r.get, err = measureGet(ctx, llmBin, kubeconfig, getN, 5); err != nil {
+			return nil, err
+		}
 	}
 	for _, name := range []string{ns, burstNS} {
 		_ = kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
@@ -646,6 +680,71 @@ func apiRequests(ctx context.Context) (map[string]float64, error) {
 	return parseRequests(string(raw)), nil
 }
 
+// apiServerSeries reads every series of the API server's metrics.
+func apiServerSeries(ctx context.Context) (map[string]float64, error) {
+	raw, err := kube.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the API server's metrics: %w", err)
+	}
+	return parseSeries(string(raw)), nil
+}
+
+// apiWaits is, between two reads of the API server's metrics, the mean latency of a request by
+// verb ("latency PATCH", long-running verbs left out) and the mean wait in API priority and
+// fairness by priority level ("queue workload-low") and the mean time a request of that level
+// then ran ("run workload-low"): a client whose requests wait there is
+// throttled by the server, not by its own work.
+func apiWaits(before, after map[string]float64) map[string]time.Duration {
+	sums, counts := map[string]float64{}, map[string]float64{}
+	add := func(key string, series string, v float64) {
+		switch {
+		case strings.HasSuffix(series, "_sum"):
+			sums[key] += v
+		case strings.HasSuffix(series, "_count"):
+			counts[key] += v
+		}
+	}
+	for k, v := range after {
+		name, labels, _ := strings.Cut(k, "{")
+		d := v - before[k]
+		switch name {
+		case "apiserver_request_duration_seconds_sum", "apiserver_request_duration_seconds_count":
+			verb := labelValue(labels, "verb")
+			if verb == "WATCH" || verb == "WATCHLIST" || verb == "CONNECT" {
+				continue
+			}
+			add("latency "+verb, name, d)
+		case "apiserver_flowcontrol_request_wait_duration_seconds_sum", "apiserver_flowcontrol_request_wait_duration_seconds_count":
+			if labelValue(labels, "execute") != "true" {
+				continue
+			}
+			add("queue "+labelValue(labels, "priority_level"), name, d)
+		case "apiserver_flowcontrol_request_execution_seconds_sum", "apiserver_flowcontrol_request_execution_seconds_count":
+			if labelValue(labels, "type") != "regular" {
+				continue
+			}
+			add("run "+labelValue(labels, "priority_level"), name, d)
+		}
+	}
+	out := map[string]time.Duration{}
+	for k, c := range counts {
+		if c >= 1 {
+			out[k] = time.Duration(sums[k] / c * float64(time.Second))
+		}
+	}
+	return out
+}
+
+// labelValue is the value of one label in a series' labels (`a="x",b="y"}`).
+func labelValue(labels, key string) string {
+	for _, kv := range strings.Split(strings.TrimSuffix(labels, "}"), ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return ""
+}
+
 // parseRequests sums apiserver_request_total by verb and resource[/subresource], leaving out
 // WATCH and the watch list verbs (long-running, counted once per watch).
 func parseRequests(text string) map[string]float64 {
@@ -711,8 +810,13 @@ func scrape(addr string) map[string]float64 {
 	if err != nil {
 		return nil
 	}
+	return parseSeries(string(out))
+}
+
+// parseSeries reads Prometheus text into series → value ("name{labels}" as written).
+func parseSeries(text string) map[string]float64 {
 	m := map[string]float64{}
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		if line == "" || line[0] == '#' {
 			continue
 		}
@@ -851,6 +955,15 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	num("API reads per burst object (every client)", "", func(r *results) float64 {
 		return sumRequests(r.requests, func(k string) bool { return !isWrite(k) })
 	})
+	if unrelatedN > 0 {
+		num(fmt.Sprintf("controller RSS before %d unrelated objects of each of 4 kinds", unrelatedN), "MiB", func(r *results) float64 { return r.rssUnrelated0 })
+		num(fmt.Sprintf("controller RSS with %d unrelated objects of each of 4 kinds", unrelatedN), "MiB", func(r *results) float64 { return r.rssUnrelated })
+	}
+	if llm != nil && llm.get != nil {
+		g := llm.get
+		fmt.Fprintf(w, "| `kubectl llm get` of %d servings, median of 5 (against `kubectl get modelservings`) | %s | %s | %.2f× |\n",
+			g.n, round(g.kctl), round(g.llm), float64(g.llm)/float64(g.kctl))
+	}
 	printRequests(w, lws, llm)
 }
 
@@ -891,6 +1004,40 @@ func printRequests(w *os.File, lws, llm *results) {
 			return "—"
 		}
 		return fmt.Sprintf("%.2f", r.requests[k])
+	}
+	for _, k := range sorted {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", k, val(lws, k), val(llm, k))
+	}
+	printWaits(w, lws, llm)
+}
+
+// printWaits prints the API server's mean latency by verb and its priority-and-fairness queue
+// wait by priority level during each side's burst.
+func printWaits(w *os.File, lws, llm *results) {
+	keys := map[string]bool{}
+	for _, r := range []*results{lws, llm} {
+		if r != nil {
+			for k := range r.apiWait {
+				keys[k] = true
+			}
+		}
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	fmt.Fprintln(w, "\nThe API server during the burst: mean latency of a request by verb, mean wait in priority and fairness by level:")
+	fmt.Fprintln(w, "\n| | LWS alone | kubectl-llm |\n| --- | ---: | ---: |")
+	val := func(r *results, k string) string {
+		if r == nil {
+			return "—"
+		}
+		d, ok := r.apiWait[k]
+		if !ok {
+			return "—"
+		}
+		return d.Round(100 * time.Microsecond).String()
 	}
 	for _, k := range sorted {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", k, val(lws, k), val(llm, k))

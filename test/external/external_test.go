@@ -18,10 +18,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -174,6 +178,33 @@ func servingPods(t *testing.T, ns, name string) []corev1.Pod {
 		t.Fatal(err)
 	}
 	return pods.Items
+}
+
+// The upstream manager runs as its own ServiceAccount, bound by its own ClusterRole, as its
+// install makes it: not as the cluster's admin, whose requests API priority and fairness
+// exempts (a baseline that is not throttled like a controller would not be a fair one).
+func TestUpstreamLWSRunsAsItsServiceAccount(t *testing.T) {
+	needCluster(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", upstream.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := review.Status.UserInfo.Username; got != sim.UpstreamLWSServiceAccount {
+		t.Errorf("the upstream manager acts as %q, want %q", got, sim.UpstreamLWSServiceAccount)
+	}
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ext-forbidden-"}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("creating a namespace as the upstream manager: %v, want forbidden (it is not the admin)", err)
+	}
 }
 
 // A serving becomes Ready on the upstream LWS: its LeaderWorkerSet passes the upstream

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -43,6 +44,8 @@ type UpstreamLWS struct {
 	Pid int
 	// Log is the manager's log file.
 	Log string
+	// Kubeconfig is the manager's kubeconfig: it acts as UpstreamLWSServiceAccount.
+	Kubeconfig string
 
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -84,6 +87,10 @@ func (c *Cluster) StartUpstreamLWS(ctx context.Context, webhookPort, probePort i
 	dir := filepath.Join(c.Dir, "lws-upstream")
 	certDir := filepath.Join(dir, "certs")
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := c.upstreamLWSIdentity(ctx, cl, moddir, dir)
+	if err != nil {
 		return nil, err
 	}
 	caPEM, err := writeServingCert(certDir)
@@ -138,13 +145,13 @@ clientConnection:
 	}
 	defer logFile.Close()
 	cmd := exec.Command(bin, "--config", configPath)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	u := &UpstreamLWS{Pid: cmd.Process.Pid, Log: logPath, cmd: cmd, exited: make(chan struct{}), c: c, webhooks: hooks}
+	u := &UpstreamLWS{Pid: cmd.Process.Pid, Log: logPath, Kubeconfig: kubeconfig, cmd: cmd, exited: make(chan struct{}), c: c, webhooks: hooks}
 	go func() { _ = cmd.Wait(); close(u.exited) }()
 	if err := u.waitReady(ctx, probePort); err != nil {
 		_ = u.Stop(context.Background())
@@ -266,6 +273,45 @@ func writeServingCert(dir string) ([]byte, error) {
 		return nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
+}
+
+// UpstreamLWSServiceAccount is the identity the upstream manager runs as, as its own install
+// makes it (config/default's namespace prefix and config/rbac's ServiceAccount): bound by its
+// own ClusterRole, and placed by API priority and fairness where a controller's requests go,
+// never in the exempt level of the cluster's admin.
+const UpstreamLWSServiceAccount = "system:serviceaccount:lws-system:lws-controller-manager"
+
+// upstreamLWSIdentity binds the upstream manager's ClusterRole (config/rbac/role.yaml of the
+// module) to UpstreamLWSServiceAccount and writes a kubeconfig in dir that acts as it (the
+// cluster's admin impersonating it, as the operator's side does); it returns that kubeconfig.
+func (c *Cluster) upstreamLWSIdentity(ctx context.Context, cl client.Client, moddir, dir string) (string, error) {
+	objs, err := decodeFile(filepath.Join(moddir, "config", "rbac", "role.yaml"))
+	if err != nil {
+		return "", err
+	}
+	const role = "lws-upstream-manager"
+	for _, o := range objs {
+		o.SetName(role)
+	}
+	ns, name, _ := strings.Cut(strings.TrimPrefix(UpstreamLWSServiceAccount, "system:serviceaccount:"), ":")
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+		"metadata": map[string]any{"name": role},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+		"subjects": []any{map[string]any{"kind": "ServiceAccount", "namespace": ns, "name": name}},
+	}}
+	if err := applyAll(ctx, cl, append(objs, binding)); err != nil {
+		return "", err
+	}
+	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	for _, auth := range cfg.AuthInfos {
+		auth.Impersonate = UpstreamLWSServiceAccount
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
 // decodeFile reads the Kubernetes objects of a multi-document YAML file: webhook
