@@ -979,19 +979,8 @@ func sumRequests(m map[string]float64, keep func(string) bool) float64 {
 
 // printRequests is the table of API requests per burst object by verb and resource, both sides.
 func printRequests(w *os.File, lws, llm *results) {
-	keys := map[string]bool{}
-	for _, r := range []*results{lws, llm} {
-		if r != nil {
-			for k := range r.requests {
-				keys[k] = true
-			}
-		}
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Slice(sorted, func(i, j int) bool {
+	sorted := bothKeys(lws, llm, func(r *results) map[string]float64 { return r.requests })
+	sort.SliceStable(sorted, func(i, j int) bool {
 		if isWrite(sorted[i]) != isWrite(sorted[j]) {
 			return isWrite(sorted[i])
 		}
@@ -1011,13 +1000,12 @@ func printRequests(w *os.File, lws, llm *results) {
 	printWaits(w, lws, llm)
 }
 
-// printWaits prints the API server's mean latency by verb and its priority-and-fairness queue
-// wait by priority level during each side's burst.
-func printWaits(w *os.File, lws, llm *results) {
+// bothKeys is the sorted union of the keys of one map of each side's results.
+func bothKeys[V any](lws, llm *results, m func(*results) map[string]V) []string {
 	keys := map[string]bool{}
 	for _, r := range []*results{lws, llm} {
 		if r != nil {
-			for k := range r.apiWait {
+			for k := range m(r) {
 				keys[k] = true
 			}
 		}
@@ -1027,6 +1015,13 @@ func printWaits(w *os.File, lws, llm *results) {
 		sorted = append(sorted, k)
 	}
 	sort.Strings(sorted)
+	return sorted
+}
+
+// printWaits prints the API server's mean latency by verb and its priority-and-fairness queue
+// wait by priority level during each side's burst.
+func printWaits(w *os.File, lws, llm *results) {
+	sorted := bothKeys(lws, llm, func(r *results) map[string]time.Duration { return r.apiWait })
 	fmt.Fprintln(w, "\nThe API server during the burst: mean latency of a request by verb, mean wait in priority and fairness by level:")
 	fmt.Fprintln(w, "\n| | LWS alone | kubectl-llm |\n| --- | ---: | ---: |")
 	val := func(r *results, k string) string {
