@@ -61,6 +61,7 @@ func main() {
 	flag.StringVar(&heapFile, "heap", "", "save the operator's heap profile after the burst to this file (go tool pprof)")
 	flag.IntVar(&unrelatedN, "unrelated", 0, "after the churn, create this many unrelated pods, Services, StatefulSets and ControllerRevisions each, and report the controller's RSS before and after")
 	flag.IntVar(&getN, "get", 0, "on the kubectl-llm side, time `kubectl llm get` of this many servings against `kubectl get modelservings`")
+	flag.BoolVar(&disagg, "disagg", false, "instead of the other cases, roll a 2 prefill : 6 decode topology -reps times by LWS's DisaggregatedSet and by a ModelServing with roles")
 	flag.StringVar(&operatorArgs, "operator-args", "", "extra flags of kubectl-llm operator, space-separated (to try a setting)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -148,6 +149,7 @@ var (
 	operatorArgs, heapFile, cpuFile string
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN int
+	disagg           bool
 	// llmBin and kubeconfig are the kubectl-llm binary under test and the cluster's kubeconfig.
 	llmBin, kubeconfig string
 	// operatorPprof is the pprof address of the operator under test when -heap is given.
@@ -199,6 +201,9 @@ func run(n, reps, nodes int, only string) error {
 	// server, and the operator runs as that ServiceAccount, as in a cluster.
 	if err := cluster.InstallOperatorManifests(ctx, "embedded"); err != nil {
 		return err
+	}
+	if disagg {
+		return runDisagg(ctx, cluster, bin, dir, reps, os.Stdout)
 	}
 	sides := []side{lwsAlone(cluster), kubectlLLM(cluster, bin, dir)}
 	got := map[string]*results{}
@@ -531,15 +536,7 @@ func servingSpec(ns, name string, replicas, size int32, image string) *v1.ModelS
 func lwsAlone(cluster *sim.Cluster) side {
 	s := side{name: "lws"}
 	s.start = func(ctx context.Context) (int, func(), error) {
-		hook, err := testenv.FreePort()
-		if err != nil {
-			return 0, nil, err
-		}
-		probe, err := testenv.FreePort()
-		if err != nil {
-			return 0, nil, err
-		}
-		u, err := cluster.StartUpstreamLWS(ctx, hook, probe)
+		u, err := startUpstream(ctx, cluster)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -692,7 +689,8 @@ func apiServerSeries(ctx context.Context) (map[string]float64, error) {
 // apiWaits is, between two reads of the API server's metrics, the mean latency of a request by
 // verb ("latency PATCH", long-running verbs left out) and the mean wait in API priority and
 // fairness by priority level ("queue workload-low") and the mean time a request of that level
-// then ran ("run workload-low"): a client whose requests wait there is
+// then ran ("run workload-low"; none where the API server runs without priority and fairness,
+// as kwokctl's does): a client whose requests wait there is
 // throttled by the server, not by its own work.
 func apiWaits(before, after map[string]float64) map[string]time.Duration {
 	sums, counts := map[string]float64{}, map[string]float64{}
@@ -1104,23 +1102,38 @@ func rssParts(pid int) string {
 	return strings.Join(parts, ", ")
 }
 
+// freePorts are n free ports of 127.0.0.1.
+func freePorts(n int) ([]int, error) {
+	var out []int
+	for i := 0; i < n; i++ {
+		p, err := testenv.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// startUpstream runs the upstream LWS manager on free webhook and probe ports.
+func startUpstream(ctx context.Context, cluster *sim.Cluster) (*sim.UpstreamLWS, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.StartUpstreamLWS(ctx, ports[0], ports[1])
+}
+
 func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	probe, err := testenv.FreePort()
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	webhook, err := testenv.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	metrics, err := testenv.FreePort()
-	if err != nil {
-		return nil, err
-	}
+	probe, webhook, metrics := ports[0], ports[1], ports[2]
 	operatorMetrics = fmt.Sprintf("127.0.0.1:%d", metrics)
 	args := []string{"operator", "--kubeconfig", kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
 		"--metrics-bind-address=" + operatorMetrics, fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe),

@@ -181,8 +181,8 @@ func servingPods(t *testing.T, ns, name string) []corev1.Pod {
 }
 
 // The upstream manager runs as its own ServiceAccount, bound by its own ClusterRole, as its
-// install makes it: not as the cluster's admin, whose requests API priority and fairness
-// exempts (a baseline that is not throttled like a controller would not be a fair one).
+// install makes it: not as the cluster's admin, so that what it may do is what a cluster gives
+// it, as for the operator.
 func TestUpstreamLWSRunsAsItsServiceAccount(t *testing.T) {
 	needCluster(t)
 	cfg, err := clientcmd.BuildConfigFromFlags("", upstream.Kubeconfig)

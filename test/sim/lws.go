@@ -277,8 +277,7 @@ func writeServingCert(dir string) ([]byte, error) {
 
 // UpstreamLWSServiceAccount is the identity the upstream manager runs as, as its own install
 // makes it (config/default's namespace prefix and config/rbac's ServiceAccount): bound by its
-// own ClusterRole, and placed by API priority and fairness where a controller's requests go,
-// never in the exempt level of the cluster's admin.
+// own ClusterRole, never the cluster's admin, as the operator runs as its own.
 const UpstreamLWSServiceAccount = "system:serviceaccount:lws-system:lws-controller-manager"
 
 // upstreamLWSIdentity binds the upstream manager's ClusterRole (config/rbac/role.yaml of the
