@@ -51,10 +51,10 @@ func TestFaultsMore(t *testing.T) {
 	seq := []seqCase{
 		{name: "API server unreachable when the operator starts", fresh: true, run: apiServerUnreachableAtStart},
 		{name: "webhook serving certificate expired on disk at start", run: func(t *testing.T, ns, name string) {
-			badCertsAtStart(t, ns, name, "expired", []string{"localhost", "127.0.0.1"}, time.Now().Add(-400*24*time.Hour))
+			badCertsAtStart(t, ns, name, "expired a month ago", "expires at", []string{"localhost", "127.0.0.1"}, time.Now().Add(-400*24*time.Hour))
 		}},
 		{name: "webhook serving certificate for other names on disk at start", run: func(t *testing.T, ns, name string) {
-			badCertsAtStart(t, ns, name, "does not verify for", []string{"someone-else.example"}, time.Now())
+			badCertsAtStart(t, ns, name, "names only someone-else.example", "does not verify for localhost", []string{"someone-else.example"}, time.Now())
 		}},
 		{name: "operator down while LWS and LWS pods are created", run: downWhileLWSAndPodsAreCreated},
 		{name: "operator down longer than the progress deadline while pods become ready", shape: func(ms *v1.ModelServing) {
@@ -289,7 +289,7 @@ func kubeconfigAt(t *testing.T, hostPort string) string {
 // badCertsAtStart: the operator starts with a webhook certificate directory whose certificate is
 // unusable (expired, or for other names). It says why and makes new ones; the webhook
 // configurations call it with a CA bundle that verifies, and admission works.
-func badCertsAtStart(t *testing.T, ns, name, reason string, hosts []string, at time.Time) {
+func badCertsAtStart(t *testing.T, ns, name, what, reason string, hosts []string, at time.Time) {
 	copies := watchForCopies(t, ns, name)
 	dir := t.TempDir()
 	ca, crt, key, err := operator.SelfSignedCerts(hosts, at)
@@ -309,20 +309,39 @@ func badCertsAtStart(t *testing.T, ns, name, reason string, hosts []string, at t
 		op.args = argsWas
 		restartOperator(t)
 	}()
-	fault(t, "restart the operator with a webhook certificate that "+reason+" "+strings.Join(hosts, ","))
+	fault(t, "restart the operator with a webhook certificate that "+what)
+	logWas, _ := os.ReadFile(op.logPath)
 	restartOperator(t)
 	log, _ := os.ReadFile(op.logPath)
-	if !strings.Contains(string(log), "Making new webhook certificates") || !strings.Contains(string(log), reason) {
+	said := ""
+	for _, line := range strings.Split(string(log[len(logWas):]), "\n") {
+		if strings.Contains(line, "Making new webhook certificates") {
+			said = line
+		}
+	}
+	t.Logf("the operator said: %s", said)
+	if !strings.Contains(said, reason) {
 		violation(t, "the operator did not say why it made new certificates (want %q in its log)", reason)
 	}
 	if now, _ := os.ReadFile(filepath.Join(dir, "tls.crt")); string(now) == string(crt) {
 		violation(t, "the unusable certificate was kept")
 	}
 	// The API server calls the webhooks with the new CA bundle: a LeaderWorkerSet is admitted.
+	waitWebhooksCallOp(t)
 	if out, err := createLWSDryRun(t, ns); err != nil {
 		violation(t, "a LeaderWorkerSet through admission with the new certificates: %v: %s", err, out)
 	}
 	checkInvariants(t, ns, name, 2, 2, copies, faultQuiet)
+}
+
+// waitWebhooksCallOp waits until the webhook configurations call the operator just started (it
+// is ready once its webhook server serves, a moment before it has pointed them at itself).
+func waitWebhooksCallOp(t *testing.T) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "the webhook configurations to call the operator", func() (bool, error) {
+		err := webhooksCallTheLiveOperator(op)
+		return err == nil, err
+	})
 }
 
 // createLWSDryRun sends a LeaderWorkerSet through admission (kubectl create --dry-run=server: the
@@ -389,6 +408,7 @@ func downWhileLWSAndPodsAreCreated(t *testing.T, ns, name string) {
 		return false, nil
 	})
 	restartOperator(t)
+	waitWebhooksCallOp(t)
 	if out, err := create(); err != nil {
 		violation(t, "creating a LeaderWorkerSet with the operator back: %v: %s", err, out)
 	}
