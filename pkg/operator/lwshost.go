@@ -6,12 +6,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -444,11 +446,32 @@ const webhookRepairPeriod = 10 * time.Second
 // KeepWebhookConfigurations applies the webhook configurations, then re-applies them every period
 // until ctx ends. The first apply failing is fatal (admission cannot work); later failures are
 // logged and retried.
+//
+// Configurations that call another live operator (another URL, whose server holds a certificate
+// their CA bundle verifies) are left to it: two operators run without leader election, say one
+// left running on a laptop, would otherwise point them back and forth at each other every period.
+// Once that operator is gone, the next period points them here.
 func KeepWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte, period time.Duration) error {
-	if err := ApplyWebhookConfigurations(ctx, cs, o, caPEM); err != nil {
+	log := ctrl.Log.WithName("lws-webhooks")
+	leftTo := ""
+	keep := func() error {
+		if other := servedElsewhere(ctx, cs, o); other != "" {
+			if other != leftTo {
+				log.Info("Another operator serves the LWS webhooks: leaving the webhook configurations to it "+
+					"(run one operator, or every one with --leader-elect=true)", "url", other)
+			}
+			leftTo = other
+			return nil
+		}
+		if leftTo != "" {
+			log.Info("The operator the LWS webhooks called is gone: pointing them here", "was", leftTo)
+			leftTo = ""
+		}
+		return ApplyWebhookConfigurations(ctx, cs, o, caPEM)
+	}
+	if err := keep(); err != nil {
 		return err
 	}
-	log := ctrl.Log.WithName("lws-webhooks")
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -456,11 +479,65 @@ func KeepWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o W
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if err := ApplyWebhookConfigurations(ctx, cs, o, caPEM); err != nil && ctx.Err() == nil {
+			if err := keep(); err != nil && ctx.Err() == nil {
 				log.Error(err, "Failed to repair the LWS webhook configurations")
 			}
 		}
 	}
+}
+
+// servedElsewhere is the address every webhook of our two configurations calls when it is not
+// this operator's and a server there answers with a certificate the configured CA bundle
+// verifies: another operator that serves them. Otherwise (ours, a Service reference, edited or
+// unreachable, the configurations missing) it is "", and they are applied as this operator
+// serves them.
+func servedElsewhere(ctx context.Context, cs kubernetes.Interface, o WebhookOptions) string {
+	if o.URLHost == "" {
+		return ""
+	}
+	var hooks []admissionv1.WebhookClientConfig
+	m, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, o.ConfigName, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	for _, w := range m.Webhooks {
+		hooks = append(hooks, w.ClientConfig)
+	}
+	v, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, o.ConfigName, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	for _, w := range v.Webhooks {
+		hooks = append(hooks, w.ClientConfig)
+	}
+	ours := net.JoinHostPort(o.URLHost, strconv.Itoa(o.Port))
+	host := ""
+	for _, cc := range hooks {
+		if cc.URL == nil {
+			return ""
+		}
+		u, err := url.Parse(*cc.URL)
+		if err != nil || u.Scheme != "https" || u.Host == ours || (host != "" && u.Host != host) || !bytes.Equal(cc.CABundle, hooks[0].CABundle) {
+			return ""
+		}
+		host = u.Host
+	}
+	if host == "" {
+		return ""
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(hooks[0].CABundle) {
+		return ""
+	}
+	h, _, _ := net.SplitHostPort(host)
+	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second},
+		Config: &tls.Config{RootCAs: roots, ServerName: h, MinVersion: tls.VersionTLS12}}
+	conn, err := dialer.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return ""
+	}
+	_ = conn.Close()
+	return "https://" + host
 }
 
 // WebhookFieldManager owns the webhooks and CA bundle of the webhook configurations. It differs

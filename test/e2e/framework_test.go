@@ -124,6 +124,8 @@ type operatorProcess struct {
 	port    int           // the webhook port it serves
 	logPath string
 	args    []string
+	// kubeconfig, when set, replaces the cluster's (an API server behind another address).
+	kubeconfig string
 }
 
 func (o *operatorProcess) start() error { return o.startWith(nil) }
@@ -147,7 +149,11 @@ func (o *operatorProcess) startWith(env []string) error {
 		o.mu.Unlock()
 		return err
 	}
-	args := append([]string{"operator", "--kubeconfig", cluster.Kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
+	kubeconfig := cluster.Kubeconfig
+	if o.kubeconfig != "" {
+		kubeconfig = o.kubeconfig
+	}
+	args := append([]string{"operator", "--kubeconfig", kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe), "--webhook-port", strconv.Itoa(port)}, o.args...)
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -353,6 +359,9 @@ func pods(t *testing.T, ns, name string) []podInfo {
 
 // toInfo reads a pod of a group; ok is false for a pod LWS has not labelled (yet).
 func toInfo(p corev1.Pod) (podInfo, bool) {
+	if !madeByAStatefulSet(&p) {
+		return podInfo{}, false // not a pod of a group (a forged one carrying our labels)
+	}
 	g, err1 := strconv.Atoi(p.Labels[lwsv1.GroupIndexLabelKey])
 	w, err2 := strconv.Atoi(p.Labels[lwsv1.WorkerIndexLabelKey])
 	if err1 != nil || err2 != nil {
@@ -365,6 +374,13 @@ func toInfo(p corev1.Pod) (podInfo, bool) {
 		}
 	}
 	return info, true
+}
+
+// madeByAStatefulSet: the pod is controlled by a StatefulSet, as every pod of an LWS group is
+// (the leader's and the workers' StatefulSets); a pod that only carries our labels is not.
+func madeByAStatefulSet(p *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "StatefulSet"
 }
 
 // live are the pods not being deleted.

@@ -85,7 +85,7 @@ func watchForCopies(t *testing.T, ns, name string) *copyWatch {
 		w.events++
 		for _, obj := range inf.GetStore().List() {
 			p := obj.(*corev1.Pod)
-			if p.DeletionTimestamp != nil {
+			if p.DeletionTimestamp != nil || !madeByAStatefulSet(p) {
 				continue
 			}
 			key := p.Labels[lwsv1.GroupIndexLabelKey] + "/" + p.Labels[lwsv1.WorkerIndexLabelKey]

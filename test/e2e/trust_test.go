@@ -13,17 +13,21 @@ import (
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
+// poisonServing is issue 11's object: the API server stores it, no typed client decodes it.
+func poisonServing(ns, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1.GroupVersion.String(), "kind": "ModelServing",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"model": "x", "template": map[string]any{"spec": map[string]any{"containers": int64(5)}}},
+	}}
+}
+
 // Issue 11's poison object in a real cluster: the operator keeps serving the others (a serving
 // created after it becomes Ready) and reports the poison one alone.
 func TestAPoisonServingDoesNotStopTheOthers(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	evil := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1.GroupVersion.String(), "kind": "ModelServing",
-		"metadata": map[string]any{"name": "evil", "namespace": ns},
-		"spec":     map[string]any{"model": "x", "template": map[string]any{"spec": map[string]any{"containers": int64(5)}}},
-	}}
-	if err := kc.Create(ctx, evil); err != nil {
+	if err := kc.Create(ctx, poisonServing(ns, "evil")); err != nil {
 		t.Fatal(err)
 	}
 	if err := kc.Create(ctx, newServing(ns, "good", 1, 2, 1)); err != nil {
