@@ -9,7 +9,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 30m
 FUZZ_TARGETS := FuzzBuildGroups FuzzSummarize
 FUZZ_TIME ?= 10s
 
-.PHONY: all build test test-realnode fuzz generate verify-generated fmt-check vet modcache-check control-plane clean-cache demo demo-down release-check
+.PHONY: all build test test-realnode fuzz generate verify-generated fmt-check vet modcache-check control-plane clean-cache demo demo-pd demo-down release-check
 
 all: build
 
@@ -69,6 +69,9 @@ release-check: ## Validate .goreleaser.yaml with goreleaser (built from the modu
 
 demo: ## The demo: simulated GPU cluster, operator hosting LWS, a two-group serving.
 	bash hack/demo.sh up
+
+demo-pd: ## The demo with roles: 2 prefill + 6 decode groups, then a new image rolled across both roles.
+	bash hack/demo.sh up --roles
 
 demo-down: ## Stop the demo.
 	bash hack/demo.sh down

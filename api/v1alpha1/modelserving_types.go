@@ -436,6 +436,83 @@ type ModelServingStatus struct {
 	// +listMapKey=name
 	// +optional
 	Roles []RoleStatus `json:"roles,omitempty"`
+
+	// Plan is the rollout planner's current step for a serving with spec.roles: where the roles
+	// are on their way to the update revision and what the next step waits for. Views read it
+	// rather than planning again; unset for a serving without roles, and before the operator
+	// first planned.
+	// +optional
+	Plan *PlanStatus `json:"plan,omitempty"`
+}
+
+// PlanState says what the rollout planner is doing.
+// +kubebuilder:validation:Enum=Complete;Progressing;Waiting;Paused;CanaryHeld
+type PlanState string
+
+const (
+	// PlanComplete: every role has its groups, all on the update revision and ready.
+	PlanComplete PlanState = "Complete"
+	// PlanProgressing: the roles' LeaderWorkerSets are being moved to the step's targets.
+	PlanProgressing PlanState = "Progressing"
+	// PlanWaiting: the step's targets are what exists; the step's new groups of some role are not
+	// ready yet, and every role waits for them.
+	PlanWaiting PlanState = "Waiting"
+	// PlanPaused: spec.rollout.paused holds every role where it is.
+	PlanPaused PlanState = "Paused"
+	// PlanCanaryHeld: every role has its canary groups and holds there until promoted.
+	PlanCanaryHeld PlanState = "CanaryHeld"
+)
+
+// PlanStatus is the rollout planner's decision in the last pass. It holds no times or durations,
+// so it changes only when the plan does.
+type PlanStatus struct {
+	// Revision is the revision the plan moves the groups to (status.updateRevision when written).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Step is the planned step the targets belong to, of Steps; both are 0 when no rollout is
+	// under way (creation and scaling go straight to the targets).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4096
+	// +optional
+	Step int32 `json:"step"`
+	// Steps is the number of steps of the rollout.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4096
+	// +optional
+	Steps int32 `json:"steps"`
+	// State says what the plan is doing: Complete, Progressing, Waiting, Paused or CanaryHeld.
+	// +optional
+	State PlanState `json:"state,omitempty"`
+	// Message says what the plan waits for or holds on ("decode: 1 of 2 new groups ready"); empty
+	// when nothing holds it.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Restart is true when the plan restarts roles alone (spec.roles[].restart) and no rollout is
+	// under way: Step and Steps are then the restarting role's own.
+	// +optional
+	Restart bool `json:"restart,omitempty"`
+	// Roles are the step's target for each role, in the order of status.roles.
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Roles []RolePlanTarget `json:"roles,omitempty"`
+}
+
+// RolePlanTarget is what one role's groups should be at the plan's step.
+type RolePlanTarget struct {
+	// Name is the role.
+	Name RoleName `json:"name"`
+	// Replicas is the role's groups that should exist, surge groups included.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2000
+	Replicas int32 `json:"replicas"`
+	// UpdatedReplicas is how many of them are on the plan's revision: the highest indices.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2000
+	UpdatedReplicas int32 `json:"updatedReplicas"`
 }
 
 // RoleStatus is the state of one role's groups.

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -108,23 +107,10 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 		return nil, fmt.Errorf("list pods: %w", explain(err, host))
 	}
 	d.pods = pods.Items
-	var lws *lwsv1.LeaderWorkerSet
-	l := &lwsv1.LeaderWorkerSet{}
-	switch err := o.client.Get(ctx, client.ObjectKeyFromObject(ms), l); {
-	case err == nil && metav1.IsControlledBy(l, ms):
-		lws = l
-	case err == nil: // another's LeaderWorkerSet with the serving's name: not its groups
-	case apierrors.IsNotFound(err):
-	default:
-		// The LWS only sharpens "done"; describe still shows the groups from the pods.
-	}
 	// The operator's update revision, not one hashed here: another version of the operator may
 	// name revisions otherwise, and the pods carry the operator's names.
 	d.updateRev = ms.Status.UpdateRevision
-	seen := status.Observed{Serving: ms, LWS: lws, Pods: d.pods}
-	if len(ms.Spec.Roles) > 0 {
-		seen.Roles = status.RoleInputs(ms, d.pods, o.roleLWSs(ctx, ms))
-	}
+	seen := observedOf(ctx, o.client, ms, d.pods)
 	input := status.InputOf(seen, o.Clock.Now())
 	d.specErr = input.SpecError
 	d.summary = status.Summarize(input)
@@ -156,18 +142,29 @@ func (o *DescribeOptions) load(ctx context.Context) (*describeData, error) {
 	return d, nil
 }
 
-// roleLWSs reads each role's LeaderWorkerSet, when it is the serving's; one that cannot be read is
-// left out (it only sharpens "done").
-func (o *DescribeOptions) roleLWSs(ctx context.Context, ms *v1.ModelServing) map[v1.RoleName]*lwsv1.LeaderWorkerSet {
-	out := map[v1.RoleName]*lwsv1.LeaderWorkerSet{}
-	for _, r := range ms.Spec.Roles {
+// observedOf is what a command read of a serving with its pods: with the serving's
+// LeaderWorkerSet, or each role's, when it is the serving's. One that cannot be read is left out:
+// it only sharpens "done" and where a recreated group comes back.
+func observedOf(ctx context.Context, c client.Client, ms *v1.ModelServing, pods []corev1.Pod) status.Observed {
+	get := func(name string) *lwsv1.LeaderWorkerSet {
 		l := &lwsv1.LeaderWorkerSet{}
-		key := client.ObjectKey{Namespace: ms.Namespace, Name: naming.RoleWorkloadName(ms.Name, r.Name)}
-		if err := o.client.Get(ctx, key, l); err == nil && metav1.IsControlledBy(l, ms) {
-			out[r.Name] = l
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ms.Namespace, Name: name}, l); err == nil && metav1.IsControlledBy(l, ms) {
+			return l
+		}
+		return nil // not found, unreadable, or another's LeaderWorkerSet with our name
+	}
+	seen := status.Observed{Serving: ms, LWS: get(ms.Name), Pods: pods}
+	if len(ms.Spec.Roles) == 0 {
+		return seen
+	}
+	lws := map[v1.RoleName]*lwsv1.LeaderWorkerSet{}
+	for _, r := range ms.Spec.Roles {
+		if l := get(naming.RoleWorkloadName(ms.Name, r.Name)); l != nil {
+			lws[r.Name] = l
 		}
 	}
-	return out
+	seen.Roles = status.RoleInputs(ms, pods, lws)
+	return seen
 }
 
 func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
@@ -198,7 +195,7 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 				intstrOr(eff.Rollout.MaxSurge, "0"), intstrOr(eff.Rollout.MaxUnavailable, "1"), ptr.Deref(eff.Rollout.Partition, 0))})
 		}
 		kv = append(kv, []string{"Rollout:", fmt.Sprintf("%s, every role together%s", orDefault(string(r.Strategy), "RollingUpdate"), map[bool]string{true: ", paused", false: ""}[r.Paused])})
-		if p, ok := tui.RolePlan(ms, s); ok {
+		if p := ms.Status.Plan; p != nil { // an operator that reports no plan: no line
 			kv = append(kv, []string{"Plan:", fmt.Sprintf("%s (%s)", tui.StepLine(p), p.State)})
 		}
 	}

@@ -83,6 +83,9 @@ func seedMidRollout(t *testing.T, ns string) (*v1.ModelServing, time.Time) {
 		Phase: v1.PhaseProgressing, Replicas: 8, ReadyReplicas: 7, UpdatedReplicas: 3, ReadyGroups: "7/8",
 		CurrentRevision: r1, UpdateRevision: r2, Endpoint: naming.Endpoint(ms),
 		Roles: []v1.RoleStatus{roleStatus(ms, v1.RolePrefill, 2, 2, 1, 2), roleStatus(ms, v1.RoleDecode, 6, 5, 2, 6)},
+		// What the operator's planner reports for these groups (describe reads it, never plans).
+		Plan: &v1.PlanStatus{Revision: r2, Step: 2, Steps: 6, State: v1.PlanWaiting, Message: "decode: 1 of 2 new groups ready",
+			Roles: []v1.RolePlanTarget{{Name: v1.RolePrefill, Replicas: 2, UpdatedReplicas: 1}, {Name: v1.RoleDecode, Replicas: 6, UpdatedReplicas: 2}}},
 		Conditions: conditions(at,
 			[3]string{"True", v1.ReasonGroupsAvailable, "prefill 2 of 2, decode 5 of 6 groups ready"},
 			[3]string{"True", v1.ReasonRollingOut, "step 2 of 6: prefill 1 of 2 groups updated; decode 2 of 6 groups updated; waiting for decode: 1 of 2 new groups ready"},
@@ -213,6 +216,10 @@ func TestDescribeWarnsOfARevisionWithOneRoleReady(t *testing.T) {
 	want := "Warning: revision " + r2 + " has 1 ready prefill group(s) but no ready decode group"
 	if !strings.Contains(r.Out, want) {
 		t.Errorf("describe does not warn %q:\n%s", want, r.Out)
+	}
+	// An operator that reports no status.plan: no plan line, and describe does not plan itself.
+	if strings.Contains(r.Out, "Plan:") {
+		t.Errorf("describe shows a plan the status does not have:\n%s", r.Out)
 	}
 	_ = now
 }

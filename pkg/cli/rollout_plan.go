@@ -9,14 +9,12 @@ import (
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/pkg/roleplan"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
-	"github.com/kubectl-llm/kubectl-llm/pkg/tui"
 )
 
 // RolloutPlanOptions print the steps the rollout planner will take for a serving's pending change.
@@ -69,9 +67,9 @@ func (o *RolloutPlanOptions) Run(ctx context.Context) error {
 	if err := o.client.List(ctx, &pods, client.InNamespace(ms.Namespace), client.MatchingLabels{v1.LabelName: ms.Name}); err != nil {
 		return fmt.Errorf("list pods: %w", explain(err, host))
 	}
-	sum := status.Summarize(status.InputOf(status.Observed{Serving: ms, Pods: pods.Items}, o.Clock.Now()))
 	target, label := planTarget(ms, revs.Items)
-	in, err := planInput(ms, sum, target)
+	// The operator's own input: the same groups counted the same way.
+	in, err := status.PlanInput(observedOf(ctx, o.client, ms, pods.Items), target, o.Clock.Now())
 	if err != nil {
 		return fmt.Errorf("plan %s: %w", o.Name, err)
 	}
@@ -89,30 +87,6 @@ func planTarget(ms *v1.ModelServing, revs []appsv1.ControllerRevision) (name, la
 		}
 	}
 	return "", fmt.Sprintf("the spec of generation %d (not recorded as a revision yet)", ms.Generation)
-}
-
-// planInput is the planner's input for moving the serving's groups to revision target. A serving
-// without roles is one role made of the serving's fields.
-func planInput(ms *v1.ModelServing, sum status.Summary, target string) (roleplan.Input, error) {
-	in := roleplan.Input{Strategy: ms.Spec.Rollout.Strategy, Paused: ms.Spec.Rollout.Paused}
-	if len(ms.Spec.Roles) > 0 {
-		var err error
-		if in, err = tui.RolePlanInput(ms, sum, target); err != nil {
-			return in, err
-		}
-	} else {
-		d := ptr.Deref(ms.Spec.Replicas, 1)
-		c := tui.CountGroups(sum.Groups, target, tui.RoleRestartID(ms.Spec, ""))
-		in.Roles = []roleplan.Role{{Desired: d, MaxSurge: status.ResolveMaxSurge(ms.Spec.Rollout, d),
-			MaxUnavailable: status.ResolveMaxUnavailable(ms.Spec.Rollout, d),
-			Canary:         roleplan.CanaryCap(d, ms.Spec.Rollout.Partition),
-			Updated:        int32(c.New), ReadyUpdated: int32(c.NewReady), Old: int32(c.Old)}}
-	}
-	in.RollingOut = target == "" || (ms.Status.CurrentRevision != "" && ms.Status.CurrentRevision != target)
-	for _, r := range in.Roles {
-		in.RollingOut = in.RollingOut && r.Old+r.Updated > 0
-	}
-	return in, nil
 }
 
 // printPlan prints the steps of in, or why there are none.

@@ -1,10 +1,7 @@
 package operator
 
 import (
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -44,7 +41,11 @@ func computeRoles(obs *observed, in computeInput, out intent, updateSpec revisio
 	fail := func(err error) intent {
 		return intent{updateRev: out.updateRev, plan: out.plan, rolePlan: out.rolePlan, specErr: err}
 	}
-	pin, err := rolePlanInput(obs, out.updateRev, in.now)
+	seen := status.Observed{Serving: ms}
+	for _, ro := range obs.roles {
+		seen.Roles = append(seen.Roles, status.RoleInput{Name: ro.name, LWS: ro.lws, Pods: ro.pods})
+	}
+	pin, err := status.PlanInput(seen, out.updateRev, in.now)
 	if err != nil {
 		return fail(err)
 	}
@@ -74,82 +75,6 @@ func computeRoles(obs *observed, in computeInput, out intent, updateSpec revisio
 	}
 	out.prune = revision.ToPrune(revisions, in.limit(), out.updateRev, ms.Status.CurrentRevision)
 	return out
-}
-
-// rolePlanInput is the planner's input: each role's limits from the spec and, from the role's
-// pods, its groups on the update revision (and restart ids), how many of those are ready, its
-// groups on older ones (or waiting for the serving's restart), and those waiting only for the
-// role's own restart. A group whose leader is gone (being recreated) counts by where the LWS
-// will recreate it: on the update revision at or above the partition, else on the old one. A
-// group on its way out (leaving) is not counted.
-func rolePlanInput(obs *observed, updateRev string, now time.Time) (roleplan.Input, error) {
-	ms := obs.serving
-	roles, err := roleplan.RolesOf(ms.Spec)
-	if err != nil {
-		return roleplan.Input{}, err
-	}
-	servingRestart := ""
-	if ms.Spec.Restart != nil {
-		servingRestart = ms.Spec.Restart.ID
-	}
-	for i := range roles {
-		r := &roles[i]
-		seen := obs.role(r.Name)
-		spec, _ := ms.Spec.ForRole(r.Name) // RolesOf lists the spec's roles
-		restartID := ""                    // the serving's and the role's (v1.RoleRestartID)
-		if spec.Restart != nil {
-			restartID = spec.Restart.ID
-		}
-		partition, replicas, liveRev := int32(0), int32(0), ""
-		if seen.lws != nil {
-			replicas = ptr.Deref(seen.lws.Spec.Replicas, 0)
-			if ru := seen.lws.Spec.RolloutStrategy.RollingUpdateConfiguration; ru != nil {
-				partition = ptr.Deref(ru.Partition, 0)
-			}
-			liveRev = status.TemplateRevision(seen.lws)
-		}
-		for _, g := range status.BuildGroups(seen.pods, 0, int(spec.GroupSize), now) {
-			if leaving(g, r.Desired, seen.lws != nil, replicas) {
-				continue
-			}
-			switch {
-			case g.Updated(updateRev, restartID):
-				r.Updated++
-				if g.Ready() {
-					r.ReadyUpdated++
-				}
-			case g.WaitsForRoleRestart(updateRev, servingRestart):
-				r.Restarting++
-			case g.Revision != "":
-				r.Old++
-			case seen.lws == nil:
-			case int32(g.Index) >= partition && liveRev == updateRev:
-				r.Updated++
-			case liveRev == updateRev:
-				// Recreated below the partition from the same revision: waiting for its restart.
-				r.Restarting++
-			default:
-				r.Old++
-			}
-		}
-	}
-	return roleplan.Input{
-		Roles: roles, Strategy: ms.Spec.Rollout.Strategy, Paused: ms.Spec.Rollout.Paused,
-		RollingOut: ms.Status.CurrentRevision != "" && ms.Status.CurrentRevision != updateRev,
-	}, nil
-}
-
-// leaving reports a group on its way out, which the planner must not count: at or above the
-// LWS's replicas (removed by a scale-down), or a surplus group (at or above the role's desired
-// groups) whose leader is gone or going. Counted, a surplus group that stops being ready while it
-// is removed would send the rollout back to the step that still had it (and the LWS up again);
-// the second rule holds even when the cached LWS is older than our last apply.
-func leaving(g status.Group, desired int32, haveLWS bool, replicas int32) bool {
-	if haveLWS && int32(g.Index) >= replicas {
-		return true
-	}
-	leader := g.Pods[0].State
-	return int32(g.Index) >= desired && (leader == status.PodTerminating || leader == status.PodMissing)
 }
 
 // statusPlan is the planner's decision as the status reports it.

@@ -620,6 +620,11 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 	}
 	r.recordEvents(ms, &next, sum)
 	r.Metrics.observeServing(ms, sum)
+	if len(ms.Spec.Roles) > 0 {
+		next.Plan = status.PlanStatus(in.rolePlan, in.updateRev)
+	} else {
+		next.Plan = nil
+	}
 	if equality.Semantic.DeepEqual(ms.Status, next) {
 		return sum, nil
 	}

@@ -122,7 +122,7 @@ func RolePodTemplate(in TemplateInput, role v1.RoleName, member Role) (corev1.Po
 	if err != nil {
 		return pod, err
 	}
-	for k, v := range naming.RolePodLabels(role) {
+	for k, v := range naming.RolePodLabels(role, in.Revision) {
 		pod.Labels[k] = v
 	}
 	for i := range pod.Spec.Containers {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,35 +44,84 @@ func createRolePods(t *testing.T, ns, serving string, role v1.RoleName, groups i
 // createRolePodsFor is createRolePods for pods made from a template stamped with restartID.
 func createRolePodsFor(t *testing.T, ns, serving string, role v1.RoleName, groups int, rev, restartID string) {
 	t.Helper()
+	for g := range groups {
+		createRoleGroup(t, ns, serving, role, g, rev, restartID, true)
+	}
+}
+
+// createRoleGroup creates the 2 pods of group g of a role on revision rev, ready or loading.
+func createRoleGroup(t *testing.T, ns, serving string, role v1.RoleName, g int, rev, restartID string, ready bool) {
+	t.Helper()
 	ctx := context.Background()
 	lws := naming.RoleWorkloadName(serving, role)
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	for g := range groups {
-		for w := range 2 {
-			name := fmt.Sprintf("%s-%d", lws, g)
-			if w > 0 {
-				name += fmt.Sprintf("-%d", w)
+	readyStatus := corev1.ConditionTrue
+	if !ready {
+		readyStatus = corev1.ConditionFalse
+	}
+	for w := range 2 {
+		name := fmt.Sprintf("%s-%d", lws, g)
+		if w > 0 {
+			name += fmt.Sprintf("-%d", w)
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+				v1.LabelName: serving, naming.LabelRole: string(role), v1.LabelRevision: rev, lwsv1.SetNameLabelKey: lws,
+				lwsv1.GroupIndexLabelKey: fmt.Sprint(g), lwsv1.WorkerIndexLabelKey: fmt.Sprint(w),
+			}},
+			Spec: corev1.PodSpec{NodeName: "gpu-node-0", Containers: []corev1.Container{{Name: "engine", Image: "x"}}},
+		}
+		if restartID != "" {
+			pod.Annotations = map[string]string{v1.AnnotationRestartID: restartID}
+		}
+		if err := env.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: now},
+		}}
+		if err := env.Client.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// replaceRoleGroup replaces group g of a role, as LWS does when the partition moves below it:
+// the old pods go, the new revision's come up loading.
+func replaceRoleGroup(t *testing.T, ns, serving string, role v1.RoleName, g int, rev string) {
+	t.Helper()
+	ctx := context.Background()
+	sel := client.MatchingLabels{v1.LabelName: serving, naming.LabelRole: string(role), lwsv1.GroupIndexLabelKey: fmt.Sprint(g)}
+	if err := env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), sel, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("%s group %d's pods gone", role, g), func() (bool, error) {
+		list := &corev1.PodList{}
+		err := env.Client.List(ctx, list, client.InNamespace(ns), sel)
+		return err == nil && len(list.Items) == 0, err
+	})
+	createRoleGroup(t, ns, serving, role, g, rev, "", false)
+}
+
+// markRoleGroupReady makes every pod of group g of a role ready.
+func markRoleGroupReady(t *testing.T, ns, serving string, role v1.RoleName, g int) {
+	t.Helper()
+	ctx := context.Background()
+	list := &corev1.PodList{}
+	if err := env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: serving, naming.LabelRole: string(role),
+		lwsv1.GroupIndexLabelKey: fmt.Sprint(g)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		pod := &list.Items[i]
+		for j := range pod.Status.Conditions {
+			if pod.Status.Conditions[j].Type == corev1.PodReady {
+				pod.Status.Conditions[j].Status = corev1.ConditionTrue
 			}
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
-					v1.LabelName: serving, naming.LabelRole: string(role), v1.LabelRevision: rev, lwsv1.SetNameLabelKey: lws,
-					lwsv1.GroupIndexLabelKey: fmt.Sprint(g), lwsv1.WorkerIndexLabelKey: fmt.Sprint(w),
-				}},
-				Spec: corev1.PodSpec{NodeName: "gpu-node-0", Containers: []corev1.Container{{Name: "engine", Image: "x"}}},
-			}
-			if restartID != "" {
-				pod.Annotations = map[string]string{v1.AnnotationRestartID: restartID}
-			}
-			if err := env.Client.Create(ctx, pod); err != nil {
-				t.Fatal(err)
-			}
-			pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now, Conditions: []corev1.PodCondition{
-				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			}}
-			if err := env.Client.Status().Update(ctx, pod); err != nil {
-				t.Fatal(err)
-			}
+		}
+		if err := env.Client.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -213,10 +263,11 @@ func TestRolesRunAsOneLWSAndServicePerRoleMovedByThePlanner(t *testing.T) {
 	})
 }
 
-func TestARoleRestartRestartsThatRoleAloneAndIsReportedDone(t *testing.T) {
-	ctx := context.Background()
-	ns := namespace(t)
-	if err := env.Client.Create(ctx, pdServing(ns, "qwen")); err != nil {
+// readyPD creates the 2:6 serving qwen with every group ready on its first revision, which it
+// returns.
+func readyPD(t *testing.T, ns string) string {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), pdServing(ns, "qwen")); err != nil {
 		t.Fatal(err)
 	}
 	first := waitServing(t, ns, "qwen", "the first status", func(ms *v1.ModelServing) bool {
@@ -225,6 +276,13 @@ func TestARoleRestartRestartsThatRoleAloneAndIsReportedDone(t *testing.T) {
 	r1 := first.Status.UpdateRevision
 	createRolePods(t, ns, "qwen", v1.RolePrefill, 2, r1)
 	createRolePods(t, ns, "qwen", v1.RoleDecode, 6, r1)
+	return r1
+}
+
+func TestARoleRestartRestartsThatRoleAloneAndIsReportedDone(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	r1 := readyPD(t, ns)
 	waitServing(t, ns, "qwen", "every group ready", func(ms *v1.ModelServing) bool { return ms.Status.ReadyGroups == "8/8" })
 	prefillBefore := waitLWS(t, ns, "qwen-prefill", func(*lwsv1.LeaderWorkerSet) bool { return true })
 
@@ -304,4 +362,75 @@ func TestARoleChildThatIsNotOursIsLeftAloneAndReported(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mine), after); err != nil || after.ResourceVersion != mine.ResourceVersion {
 		t.Errorf("the user's Service was touched (err %v, resourceVersion %s -> %s)", err, mine.ResourceVersion, after.ResourceVersion)
 	}
+}
+
+// waitPlan waits for status.plan to be want (the serving's observed generation current).
+func waitPlan(t *testing.T, ns, what string, want v1.PlanStatus) *v1.ModelServing {
+	t.Helper()
+	var last *v1.PlanStatus
+	defer func() {
+		if t.Failed() {
+			t.Logf("last status.plan %+v, want %+v", last, want)
+		}
+	}()
+	return waitServing(t, ns, "qwen", what, func(ms *v1.ModelServing) bool {
+		last = ms.Status.Plan
+		return ms.Status.ObservedGeneration == ms.Generation && last != nil && cmp.Equal(*last, want)
+	})
+}
+
+// TestStatusPlanFollowsTheRolesRollout: the operator reports the planner's step in status.plan,
+// which moves as the step's new groups become ready, and a converged serving's plan is not
+// rewritten.
+func TestStatusPlanFollowsTheRolesRollout(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	r1 := readyPD(t, ns)
+	targets := func(pu, pr, du, dr int32) []v1.RolePlanTarget {
+		return []v1.RolePlanTarget{{Name: v1.RolePrefill, Replicas: pr, UpdatedReplicas: pu}, {Name: v1.RoleDecode, Replicas: dr, UpdatedReplicas: du}}
+	}
+	converged := waitPlan(t, ns, "the plan of a converged serving", v1.PlanStatus{Revision: r1, State: v1.PlanComplete, Roles: targets(2, 2, 6, 6)})
+
+	// Converged: passes (a pod's annotation changes, which the operator watches) write nothing.
+	pod := &corev1.Pod{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen-decode-0"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Annotations = map[string]string{"example.com/touched": "1"}
+	if err := env.Client.Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Consistently(t, 2*time.Second, "the converged serving's status left alone", func() error {
+		again := &v1.ModelServing{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(converged), again); err != nil {
+			return err
+		}
+		if again.ResourceVersion != converged.ResourceVersion {
+			return fmt.Errorf("the serving was written (%s -> %s): plan %+v", converged.ResourceVersion, again.ResourceVersion, again.Status.Plan)
+		}
+		return nil
+	})
+
+	// A new image: step 1 of 6 moves the highest group of each role.
+	updateServing(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = "vllm/vllm-openai:v2" })
+	moving := waitServing(t, ns, "qwen", "the new revision", func(ms *v1.ModelServing) bool {
+		return ms.Status.UpdateRevision != r1 && ms.Status.ObservedGeneration == ms.Generation
+	})
+	r2 := moving.Status.UpdateRevision
+	waitPlan(t, ns, "step 1 applied", v1.PlanStatus{Revision: r2, Step: 1, Steps: 6, State: v1.PlanProgressing, Roles: targets(1, 2, 1, 6)})
+
+	// LWS replaces those groups; while they load the plan waits for them.
+	replaceRoleGroup(t, ns, "qwen", v1.RolePrefill, 1, r2)
+	replaceRoleGroup(t, ns, "qwen", v1.RoleDecode, 5, r2)
+	waitPlan(t, ns, "step 1 waiting", v1.PlanStatus{Revision: r2, Step: 1, Steps: 6, State: v1.PlanWaiting,
+		Message: "prefill: 0 of 1 new groups ready; decode: 0 of 1 new groups ready", Roles: targets(1, 2, 1, 6)})
+	// Prefill's is ready: the plan still waits, for decode alone.
+	markRoleGroupReady(t, ns, "qwen", v1.RolePrefill, 1)
+	waitPlan(t, ns, "step 1 waiting for decode", v1.PlanStatus{Revision: r2, Step: 1, Steps: 6, State: v1.PlanWaiting,
+		Message: "decode: 0 of 1 new groups ready", Roles: targets(1, 2, 1, 6)})
+	// Decode's too: step 2 (a second decode group; prefill's share is still one group).
+	markRoleGroupReady(t, ns, "qwen", v1.RoleDecode, 5)
+	waitPlan(t, ns, "step 2", v1.PlanStatus{Revision: r2, Step: 2, Steps: 6, State: v1.PlanProgressing, Roles: targets(1, 2, 2, 6)})
+	waitRoleShapes(t, ns, "step 2 applied",
+		"replicas 2 partition 1 maxSurge 0 maxUnavailable 2 revision "+r2, "replicas 6 partition 4 maxSurge 0 maxUnavailable 6 revision "+r2)
 }

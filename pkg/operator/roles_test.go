@@ -7,9 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+	dsv1 "sigs.k8s.io/lws/api/disaggregatedset/v1"
+	lwsac "sigs.k8s.io/lws/client-go/applyconfiguration/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
+	"github.com/kubectl-llm/kubectl-llm/pkg/roleplan"
 	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
 )
 
@@ -96,6 +99,7 @@ func TestRolePodTemplateCarriesTheRoleAndItsOwnResources(t *testing.T) {
 	wantLabels := map[string]string{
 		v1.LabelName: "pd", v1.LabelRevision: "pd-abc", v1.LabelManagedBy: v1.ManagedByValue,
 		naming.LabelRole: "decode", naming.LabelLLMDRole: "decode", "team": "search",
+		naming.LabelDisaggregatedRole: "decode", naming.LabelDisaggregatedRevision: "pd-abc",
 	}
 	if diff := cmp.Diff(wantLabels, pod.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
@@ -127,5 +131,69 @@ func TestRolePodTemplateCarriesTheRoleAndItsOwnResources(t *testing.T) {
 	}
 	if worker.Labels[naming.LabelRole] != "prefill" || len(worker.Spec.Containers[0].Ports) != 0 {
 		t.Errorf("prefill worker: role %q, ports %v; want prefill and no ports", worker.Labels[naming.LabelRole], worker.Spec.Containers[0].Ports)
+	}
+}
+
+// templateLabels are the leader's and the worker's pod template labels of an LWS apply
+// configuration.
+func templateLabels(t *testing.T, lws *lwsac.LeaderWorkerSetApplyConfiguration) (leader, worker map[string]string) {
+	t.Helper()
+	tmpl := lws.Spec.LeaderWorkerTemplate
+	if tmpl.WorkerTemplate == nil {
+		t.Fatal("no worker template")
+	}
+	if tmpl.LeaderTemplate != nil {
+		leader = tmpl.LeaderTemplate.Labels
+	}
+	return leader, tmpl.WorkerTemplate.Labels
+}
+
+// TestRouterLabelsOnEveryRolePod: every pod of a role carries the labels routers read (llm-d's
+// role label, DisaggregatedSet's role and revision labels, which llm-d's rollout screener reads),
+// through its LWS templates. The revision label follows the revision, the role labels do not
+// move; a serving without roles carries none of them, so its template (and its groups) stay
+// as they are when the operator is upgraded.
+func TestRouterLabelsOnEveryRolePod(t *testing.T) {
+	if naming.LabelDisaggregatedRole != dsv1.RoleLabelKey || naming.LabelDisaggregatedRevision != dsv1.RevisionLabelKey {
+		t.Errorf("DisaggregatedSet labels %s, %s; LWS has %s, %s", naming.LabelDisaggregatedRole, naming.LabelDisaggregatedRevision, dsv1.RoleLabelKey, dsv1.RevisionLabelKey)
+	}
+	ms := withRoles(fixtures.Serving("pd", "ns").Obj(), 2)
+	labelsAt := func(role v1.RoleName, rev string) (map[string]string, map[string]string) {
+		lws, err := DesiredRoleLeaderWorkerSet(RoleLWSInput{Serving: ms, Role: role, Revision: rev, RevisionSpec: fixtures.RevisionSpec(t, ms.Spec),
+			Target: roleplan.Target{Name: role, Replicas: 2, Updated: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return templateLabels(t, lws)
+	}
+	for _, role := range v1.RoleNames() {
+		for _, rev := range []string{"pd-r1", "pd-r2"} {
+			want := map[string]string{
+				v1.LabelName: "pd", v1.LabelRevision: rev, v1.LabelManagedBy: v1.ManagedByValue,
+				naming.LabelRole: string(role), naming.LabelLLMDRole: string(role),
+				naming.LabelDisaggregatedRole: string(role), naming.LabelDisaggregatedRevision: rev,
+			}
+			leader, worker := labelsAt(role, rev)
+			if d := cmp.Diff(want, leader); d != "" {
+				t.Errorf("%s leader template at %s (-want +got):\n%s", role, rev, d)
+			}
+			if d := cmp.Diff(want, worker); d != "" {
+				t.Errorf("%s worker template at %s (-want +got):\n%s", role, rev, d)
+			}
+		}
+	}
+
+	single := fixtures.Serving("one", "ns").GroupSize(2).Obj()
+	lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: single, Revision: "one-r1", RevisionSpec: fixtures.RevisionSpec(t, single.Spec), Replicas: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{v1.LabelName: "one", v1.LabelRevision: "one-r1", v1.LabelManagedBy: v1.ManagedByValue}
+	leader, worker := templateLabels(t, lws)
+	if d := cmp.Diff(want, leader); d != "" {
+		t.Errorf("leader template of a serving without roles (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(want, worker); d != "" {
+		t.Errorf("worker template of a serving without roles (-want +got):\n%s", d)
 	}
 }

@@ -74,21 +74,21 @@ type Target struct {
 // old revision.
 func (t Target) Partition() int32 { return t.Replicas - t.Updated }
 
-// State says what a plan is doing.
-type State string
+// State says what a plan is doing; the serving's status.plan.state reports it.
+type State = v1.PlanState
 
 const (
 	// Complete: every role has its groups, all on the new revision and ready.
-	Complete State = "Complete"
+	Complete = v1.PlanComplete
 	// Progressing: the targets differ from what exists; apply them.
-	Progressing State = "Progressing"
+	Progressing = v1.PlanProgressing
 	// Waiting: the targets are what exists; new groups of some role are not ready yet, and every
 	// role waits for them.
-	Waiting State = "Waiting"
+	Waiting = v1.PlanWaiting
 	// Paused: spec.rollout.paused holds every role where it is.
-	Paused State = "Paused"
+	Paused = v1.PlanPaused
 	// CanaryHeld: every role has its canary groups and holds there until the canary is promoted.
-	CanaryHeld State = "CanaryHeld"
+	CanaryHeld = v1.PlanCanaryHeld
 )
 
 // Plan is what every role should look like now.

@@ -68,6 +68,12 @@ func RolloutStatus(ms *v1.ModelServing) (message string, done bool, err error) {
 func waitingFor(ms *v1.ModelServing, p *metav1.Condition) string {
 	st := ms.Status
 	desired := ptrOr(ms.Spec.Replicas, 1)
+	if len(ms.Spec.Roles) > 0 { // spec.replicas stays 1 with roles: the groups are the roles'
+		desired = 0
+		for _, r := range ms.Spec.Roles {
+			desired += ptrOr(r.Replicas, 0)
+		}
+	}
 	var msg string
 	switch {
 	case p != nil && p.Reason == v1.ReasonRolloutPaused:
@@ -80,6 +86,9 @@ func waitingFor(ms *v1.ModelServing, p *metav1.Condition) string {
 		msg = fmt.Sprintf("%d of %d updated groups ready", st.ReadyReplicas, desired)
 	default:
 		msg = fmt.Sprintf("%d of %d groups ready, waiting for the operator to confirm", st.ReadyReplicas, desired)
+	}
+	if pl := st.Plan; pl != nil && pl.Steps > 0 && pl.Revision == st.UpdateRevision {
+		msg += fmt.Sprintf(" (step %d of %d)", pl.Step, pl.Steps)
 	}
 	if d := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionDegraded); d != nil && d.Status == metav1.ConditionTrue {
 		msg += fmt.Sprintf(" (degraded, %s: %s)", d.Reason, d.Message)

@@ -111,3 +111,21 @@ func TestRolloutStatusReadsTheStoredStatusLikeKubectl(t *testing.T) {
 		})
 	}
 }
+
+// With roles, spec.replicas stays 1: rollout status counts every role's groups, and says the
+// planner's step from status.plan.
+func TestRolloutStatusOfRolesCountsEveryRolesGroups(t *testing.T) {
+	ms := fixtures.Serving("pd", "default").Roles(2, 6, 2).Generation(3).Obj()
+	ms.Status = v1.ModelServingStatus{ObservedGeneration: 3, Replicas: 8, ReadyReplicas: 7, UpdatedReplicas: 3, UpdateRevision: "pd-r2",
+		Conditions: []metav1.Condition{condition(v1.ConditionProgressing, "True", v1.ReasonRollingOut, "", 3)},
+		Plan:       &v1.PlanStatus{Revision: "pd-r2", Step: 2, Steps: 6, State: v1.PlanWaiting}}
+	msg, done, err := status.RolloutStatus(ms)
+	if want := "Waiting for rollout to finish: 3 of 8 groups updated (step 2 of 6)...\n"; err != nil || done || msg != want {
+		t.Errorf("got (%q, %v, %v), want %q", msg, done, err, want)
+	}
+	ms.Status.Plan = nil // an operator that reports no plan
+	ms.Status.UpdatedReplicas, ms.Status.ReadyReplicas = 8, 7
+	if msg, _, _ := status.RolloutStatus(ms); msg != "Waiting for rollout to finish: 7 of 8 updated groups ready...\n" {
+		t.Errorf("got %q", msg)
+	}
+}

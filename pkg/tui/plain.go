@@ -135,11 +135,9 @@ func (p *plainPrinter) print(s Snapshot) (bool, error) {
 			p.printf(now, "role %s: %s", c.Name, line)
 		}
 	}
-	if plan, ok := RolePlan(ms, sum); ok {
-		if line := StepLine(plan); line != p.step {
-			p.step = line
-			p.printf(now, "serving %s: %s", ms.Name, line)
-		}
+	if line := StepLine(ms.Status.Plan); line != "" && line != p.step {
+		p.step = line
+		p.printf(now, "serving %s: %s", ms.Name, line)
 	}
 	for _, rs := range sum.Roles {
 		p.printGroups(now, string(rs.Role)+" ", rs.Groups, seen)

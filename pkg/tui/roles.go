@@ -6,38 +6,8 @@ import (
 	"strings"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
-	"github.com/kubectl-llm/kubectl-llm/pkg/roleplan"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
-
-// RolePlanInput is the lockstep planner's input for a serving with roles as a view sees it: each
-// role's limits from the spec and, from the role's groups in sum (status.Summarize of what the
-// view read), its groups on revision rev (with the spec's restart id), how many of those are
-// ready, and its groups on any other revision. The status keeps only the planner's sentence (in
-// the Progressing condition), so a view that shows the step runs the same planner on what it sees.
-func RolePlanInput(ms *v1.ModelServing, sum status.Summary, rev string) (roleplan.Input, error) {
-	roles, err := roleplan.RolesOf(ms.Spec)
-	if err != nil {
-		return roleplan.Input{}, err
-	}
-	for i := range roles {
-		r := &roles[i]
-		for _, rs := range sum.Roles {
-			if rs.Role == r.Name {
-				c := countRole(ms, rs, rev)
-				r.Updated, r.ReadyUpdated, r.Old = int32(c.New), int32(c.NewReady), int32(c.Old)
-				for _, g := range rs.Groups {
-					if g.Exists() && !g.Updated(rev, RoleRestartID(ms.Spec, r.Name)) && g.WaitsForRoleRestart(rev, RoleRestartID(ms.Spec, "")) {
-						r.Old, r.Restarting = r.Old-1, r.Restarting+1 // the role's own restart, planned alone
-					}
-				}
-			}
-		}
-	}
-	cur := ms.Status.CurrentRevision
-	return roleplan.Input{Roles: roles, Strategy: ms.Spec.Rollout.Strategy, Paused: ms.Spec.Rollout.Paused,
-		RollingOut: cur != "" && cur != rev}, nil
-}
 
 // RoleRestartID is the restart id the pods of a role should carry: the serving's spec.restart.id
 // and the role's spec.roles[].restart.id (v1.RoleRestartID); the serving's alone for the role "".
@@ -52,42 +22,34 @@ func RoleRestartID(spec v1.ModelServingSpec, role v1.RoleName) string {
 	return v1.RoleRestartID(serving, own)
 }
 
-// RolePlan is the planner's current step for a serving with roles, from what a view sees; false
-// when the serving has no roles or its limits do not resolve.
-func RolePlan(ms *v1.ModelServing, sum status.Summary) (roleplan.Plan, bool) {
-	if len(ms.Spec.Roles) == 0 || len(sum.Roles) == 0 {
-		return roleplan.Plan{}, false
+// StepLine says where the operator's plan (status.plan) is, in one line: "step 2/6: waiting for
+// decode: 1 of 2 new groups ready", "step 3/6: moving to prefill 1 of 2, decode 3 of 6 group(s) on
+// the new revision", "no rollout under way"; "" when the status has no plan (an operator that
+// does not report one, or a serving without roles).
+func StepLine(p *v1.PlanStatus) string {
+	if p == nil {
+		return ""
 	}
-	in, err := RolePlanInput(ms, sum, ms.Status.UpdateRevision)
-	if err != nil {
-		return roleplan.Plan{}, false
-	}
-	return roleplan.Next(in), true
-}
-
-// StepLine says where a plan is, in one line: "step 2/6: waiting for decode: 1 of 2 new groups
-// ready", "step 3/6: moving prefill to 1 new group(s), decode to 3", "no rollout under way".
-func StepLine(p roleplan.Plan) string {
 	if p.Steps == 0 {
-		if p.State == roleplan.Complete {
+		if p.State == v1.PlanComplete {
 			return "no rollout under way"
 		}
 		return "scaling every role to its groups (no rollout under way)"
 	}
 	at := fmt.Sprintf("step %d/%d: ", p.Step, p.Steps)
 	switch p.State {
-	case roleplan.Waiting:
-		return at + "waiting for " + p.Why
-	case roleplan.Progressing:
+	case v1.PlanWaiting:
+		return at + "waiting for " + p.Message
+	case v1.PlanProgressing:
 		parts := make([]string, 0, len(p.Roles))
 		for _, t := range p.Roles {
-			parts = append(parts, fmt.Sprintf("%s %d of %d", t.Name, t.Updated, t.Replicas))
+			parts = append(parts, fmt.Sprintf("%s %d of %d", t.Name, t.UpdatedReplicas, t.Replicas))
 		}
 		return at + "moving to " + strings.Join(parts, ", ") + " group(s) on the new revision"
-	case roleplan.Complete:
+	case v1.PlanComplete:
 		return at + "complete"
 	default: // Paused, CanaryHeld
-		return at + p.Why
+		return at + p.Message
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/roleplan"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
 )
@@ -30,17 +31,19 @@ func rolesSnapshot() Snapshot {
 		}
 		pods = append(pods, group...)
 	}
+	in, err := status.PlanInput(status.Observed{Serving: ms, Roles: status.RoleInputs(ms, pods, nil)}, ms.Status.UpdateRevision, now)
+	if err != nil {
+		panic(err)
+	}
+	// What the operator reports for these groups.
+	ms.Status.Plan = status.PlanStatus(roleplan.Next(in), ms.Status.UpdateRevision)
 	return Snapshot{Synced: true, Serving: ms, Pods: pods}
 }
 
-func TestRolePlanAndCountsFromWhatTheViewSees(t *testing.T) {
+func TestStepLineAndCountsFromWhatTheViewSees(t *testing.T) {
 	s := rolesSnapshot()
 	sum := status.Summarize(status.InputOf(status.Observed{Serving: s.Serving, Pods: s.Pods}, now))
-	plan, ok := RolePlan(s.Serving, sum)
-	if !ok {
-		t.Fatal("no plan for a serving with roles")
-	}
-	if got, want := StepLine(plan), "step 2/6: waiting for decode: 1 of 2 new groups ready"; got != want {
+	if got, want := StepLine(s.Serving.Status.Plan), "step 2/6: waiting for decode: 1 of 2 new groups ready"; got != want {
 		t.Errorf("step line %q, want %q", got, want)
 	}
 	counts := RoleCountsOf(s.Serving, sum)
@@ -94,32 +97,47 @@ func TestRolesScreen(t *testing.T) {
 	}
 }
 
-// A restart of decode alone is planned as decode's own steps: the view shows decode moving and
-// prefill staying at all its groups.
-func TestARoleRestartIsPlannedAloneFromWhatTheViewSees(t *testing.T) {
-	ms := fixtures.Serving("pd", "default").Roles(2, 6, 2).Obj()
-	ms.Status.CurrentRevision, ms.Status.UpdateRevision = "pd-r1", "pd-r1"
-	ms.Spec.Roles[1].Restart = &v1.RoleRestartSpec{ID: "d1"}
-	var pods []corev1.Pod
-	for g := range 2 {
-		pods = append(pods, fixtures.RoleGroup("pd", v1.RolePrefill, g, 2, "pd-r1")...)
+// A serving whose operator reports no status.plan (an older one) shows its roles without a step
+// line: the view does not plan again.
+func TestRolesWithoutAPlanInTheStatus(t *testing.T) {
+	snap := rolesSnapshot()
+	snap.Serving.Status.Plan = nil
+	if got := StepLine(nil); got != "" {
+		t.Errorf("step line of no plan %q", got)
 	}
-	for g := range 6 {
-		group := fixtures.RoleGroup("pd", v1.RoleDecode, g, 2, "pd-r1")
-		if g == 5 { // restarted already
-			for i := range group {
-				group[i].Annotations = map[string]string{v1.AnnotationRestartID: v1.RoleRestartID("", "d1")}
-			}
+	m := feed(t, newTestModel(t, "pd", 120, 30, nil), snap)
+	out := display(t, m)
+	mustContain(t, out, "roles prefill new 1/2 (1 ready) old 1 · decode new 2/6 (1 ready) old 4")
+	if strings.Contains(out, "step ") {
+		t.Errorf("a step line without a plan in the status:\n%s", out)
+	}
+	var buf bytes.Buffer
+	p := newPlainPrinter(Config{Out: &buf, Clock: func() time.Time { return now }, Namespace: "default", Name: "pd"}.withDefaults())
+	if _, err := p.print(snap); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "step ") {
+		t.Errorf("plain lines with a step line without a plan in the status:\n%s", buf.String())
+	}
+}
+
+// StepLine follows status.plan's state, whatever the groups say.
+func TestStepLineOfEachState(t *testing.T) {
+	for _, tc := range []struct {
+		plan v1.PlanStatus
+		want string
+	}{
+		{v1.PlanStatus{State: v1.PlanComplete}, "no rollout under way"},
+		{v1.PlanStatus{State: v1.PlanProgressing}, "scaling every role to its groups (no rollout under way)"},
+		{v1.PlanStatus{Step: 3, Steps: 6, State: v1.PlanProgressing, Roles: []v1.RolePlanTarget{{Name: v1.RolePrefill, Replicas: 2, UpdatedReplicas: 1}, {Name: v1.RoleDecode, Replicas: 6, UpdatedReplicas: 3}}},
+			"step 3/6: moving to prefill 1 of 2, decode 3 of 6 group(s) on the new revision"},
+		{v1.PlanStatus{Step: 1, Steps: 6, State: v1.PlanCanaryHeld, Message: "canary: prefill 1 of 2, decode 1 of 6 groups on the new revision; promote to go on"},
+			"step 1/6: canary: prefill 1 of 2, decode 1 of 6 groups on the new revision; promote to go on"},
+		{v1.PlanStatus{Step: 6, Steps: 6, State: v1.PlanComplete}, "step 6/6: complete"},
+	} {
+		if got := StepLine(&tc.plan); got != tc.want {
+			t.Errorf("StepLine(%+v) = %q, want %q", tc.plan, got, tc.want)
 		}
-		pods = append(pods, group...)
-	}
-	sum := status.Summarize(status.InputOf(status.Observed{Serving: ms, Pods: pods}, now))
-	plan, ok := RolePlan(ms, sum)
-	if !ok {
-		t.Fatal("no plan")
-	}
-	if !plan.Restart || plan.Step != 2 || plan.Steps != 6 || plan.Roles[0].Updated != 2 || plan.Roles[1].Updated != 2 {
-		t.Errorf("plan %+v; want decode's step 2 of 6 alone, prefill at its 2 groups", plan)
 	}
 }
 

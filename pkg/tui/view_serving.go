@@ -155,8 +155,8 @@ func (m Model) header() []string {
 		if r.Paused {
 			l4 += s.Warning.Render(" · PAUSED")
 		}
-		if plan, ok := RolePlan(ms, sum); ok {
-			l5 = s.Dim.Render(StepLine(plan))
+		if line := StepLine(ms.Status.Plan); line != "" {
+			l5 = s.Dim.Render(line)
 		}
 	}
 	switch {

@@ -32,12 +32,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ModelServingSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ModelServingStatus"):
 		return &apiv1alpha1.ModelServingStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlanStatus"):
+		return &apiv1alpha1.PlanStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReadinessSpec"):
 		return &apiv1alpha1.ReadinessSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceSpec"):
 		return &apiv1alpha1.ResourceSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RestartSpec"):
 		return &apiv1alpha1.RestartSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolePlanTarget"):
+		return &apiv1alpha1.RolePlanTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RoleRestartSpec"):
 		return &apiv1alpha1.RoleRestartSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RoleRolloutSpec"):

@@ -189,6 +189,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: phase
       type:
         namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.Phase
+    - name: plan
+      type:
+        namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.PlanStatus
     - name: readyGroups
       type:
         scalar: string
@@ -220,6 +223,37 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: numeric
 - name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.Phase
   scalar: string
+- name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.PlanState
+  scalar: string
+- name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.PlanStatus
+  map:
+    fields:
+    - name: message
+      type:
+        scalar: string
+    - name: restart
+      type:
+        scalar: boolean
+    - name: revision
+      type:
+        scalar: string
+    - name: roles
+      type:
+        list:
+          elementType:
+            namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RolePlanTarget
+          elementRelationship: associative
+          keys:
+          - name
+    - name: state
+      type:
+        namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.PlanState
+    - name: step
+      type:
+        scalar: numeric
+    - name: steps
+      type:
+        scalar: numeric
 - name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.ReadinessSpec
   map:
     fields:
@@ -253,6 +287,18 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: string
 - name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleName
   scalar: string
+- name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RolePlanTarget
+  map:
+    fields:
+    - name: name
+      type:
+        namedType: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleName
+    - name: replicas
+      type:
+        scalar: numeric
+    - name: updatedReplicas
+      type:
+        scalar: numeric
 - name: com.github.kubectl-llm.kubectl-llm.api.v1alpha1.RoleRestartSpec
   map:
     fields:

@@ -54,6 +54,11 @@ type ModelServingStatusApplyConfiguration struct {
 	// Roles is the state of each role of a serving with spec.roles, in spec.roles's order of
 	// names (prefill, decode); empty without roles. The counts above are their sums.
 	Roles []RoleStatusApplyConfiguration `json:"roles,omitempty"`
+	// Plan is the rollout planner's current step for a serving with spec.roles: where the roles
+	// are on their way to the update revision and what the next step waits for. Views read it
+	// rather than planning again; unset for a serving without roles, and before the operator
+	// first planned.
+	Plan *PlanStatusApplyConfiguration `json:"plan,omitempty"`
 }
 
 // ModelServingStatusApplyConfiguration constructs a declarative configuration of the ModelServingStatus type for use with
@@ -202,5 +207,13 @@ func (b *ModelServingStatusApplyConfiguration) WithRoles(values ...*RoleStatusAp
 		}
 		b.Roles = append(b.Roles, *values[i])
 	}
+	return b
+}
+
+// WithPlan sets the Plan field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Plan field is set to the value of the last call.
+func (b *ModelServingStatusApplyConfiguration) WithPlan(value *PlanStatusApplyConfiguration) *ModelServingStatusApplyConfiguration {
+	b.Plan = value
 	return b
 }
