@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,6 +63,7 @@ func main() {
 	flag.IntVar(&unrelatedN, "unrelated", 0, "after the churn, create this many unrelated pods, Services, StatefulSets and ControllerRevisions each, and report the controller's RSS before and after")
 	flag.IntVar(&getN, "get", 0, "on the kubectl-llm side, time `kubectl llm get` of this many servings against `kubectl get modelservings`")
 	flag.BoolVar(&disagg, "disagg", false, "instead of the other cases, roll a 2 prefill : 6 decode topology -reps times by LWS's DisaggregatedSet and by a ModelServing with roles")
+	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
 	flag.StringVar(&operatorArgs, "operator-args", "", "extra flags of kubectl-llm operator, space-separated (to try a setting)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -102,6 +104,8 @@ type results struct {
 	// request by verb, and the mean wait in API priority and fairness by priority level.
 	apiWait      map[string]time.Duration
 	cpuPerObject time.Duration
+	// componentCPU is the CPU time of each of the cluster's components per burst object.
+	componentCPU map[string]time.Duration
 	// rssIdle is the controller's RSS before the burst (after the recovery and rollout cases).
 	rssIdle float64
 	rss     float64
@@ -150,8 +154,13 @@ var (
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN int
 	disagg           bool
+	// rounds is how many times each side is measured, in the order A B B A A B…, so that the
+	// load of the machine drifting during a run weighs on both sides alike.
+	rounds int
 	// llmBin and kubeconfig are the kubectl-llm binary under test and the cluster's kubeconfig.
 	llmBin, kubeconfig string
+	// cluster is the simulated cluster both sides run on.
+	cluster *sim.Cluster
 	// operatorPprof is the pprof address of the operator under test when -heap is given.
 	operatorPprof string
 	// operatorMetrics is the metrics address of the operator under test.
@@ -182,8 +191,7 @@ func run(n, reps, nodes int, only string) error {
 	if nodes <= 0 {
 		nodes = max(4, n/100+2)
 	}
-	cluster, err := sim.StartWith(ctx, sim.Options{Nodes: nodes})
-	if err != nil {
+	if cluster, err = sim.StartWith(ctx, sim.Options{Nodes: nodes}); err != nil {
 		return err
 	}
 	defer cluster.Stop()
@@ -206,19 +214,21 @@ func run(n, reps, nodes int, only string) error {
 		return runDisagg(ctx, cluster, bin, dir, reps, os.Stdout)
 	}
 	sides := []side{lwsAlone(cluster), kubectlLLM(cluster, bin, dir)}
-	got := map[string]*results{}
-	for _, s := range sides {
-		if only != "" && only != s.name {
-			continue
+	got := map[string][]*results{}
+	for round := 0; round < rounds; round++ {
+		for _, s := range roundOrder(sides, round) {
+			if only != "" && only != s.name {
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "== %s, round %d of %d\n", s.name, round+1, rounds)
+			r, err := measure(ctx, s, n, reps)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			got[s.name] = append(got[s.name], r)
 		}
-		fmt.Fprintf(os.Stderr, "== %s\n", s.name)
-		r, err := measure(ctx, s, n, reps)
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-		got[s.name] = r
 	}
-	printTable(os.Stdout, n, reps, nodes, got["lws"], got["kubectl-llm"])
+	printTable(os.Stdout, n, reps, nodes, merge(got["lws"]), merge(got["kubectl-llm"]))
 	return nil
 }
 
@@ -303,6 +313,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
+	comp0 := componentCPU()
 	created := make(map[string]time.Time, n)
 	createdAt := make(map[string]time.Time, n)
 	readyAt := make(map[string]time.Time, n)
@@ -334,6 +345,10 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	cpu1, err := cpuTime(pid)
 	if err != nil {
 		return nil, err
+	}
+	r.componentCPU = map[string]time.Duration{}
+	for name, t := range componentCPU() {
+		r.componentCPU[name] = (t - comp0[name]) / time.Duration(n)
 	}
 	req1, err := apiRequests(ctx)
 	if err != nil {
@@ -595,11 +610,21 @@ func lwsAlone(cluster *sim.Cluster) side {
 func kubectlLLM(cluster *sim.Cluster, bin, dir string) side {
 	s := side{name: "kubectl-llm"}
 	s.start = func(ctx context.Context) (int, func(), error) {
+		// The install's webhook configurations, empty until the operator fills them (removed
+		// when it stops, so that LWS alone in a later round is not refused by them).
+		if err := cluster.InstallOperatorManifests(ctx, "embedded"); err != nil {
+			return 0, nil, err
+		}
 		op, err := startOperator(bin, cluster.Kubeconfig, filepath.Join(dir, "operator.log"))
 		if err != nil {
 			return 0, nil, err
 		}
-		return op.Process.Pid, func() { stopOperator(op) }, nil
+		return op.Process.Pid, func() {
+			stopOperator(op)
+			name := operator.DefaultWebhookOptions().ConfigName
+			_ = kc.Delete(context.Background(), &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}})
+			_ = kc.Delete(context.Background(), &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}, nil
 	}
 	s.create = func(ctx context.Context, ns, name string, replicas, size int32, image string) error {
 		ms := servingSpec(ns, name, replicas, size, image)
@@ -687,7 +712,8 @@ func apiServerSeries(ctx context.Context) (map[string]float64, error) {
 }
 
 // apiWaits is, between two reads of the API server's metrics, the mean latency of a request by
-// verb ("latency PATCH", long-running verbs left out) and the mean wait in API priority and
+// verb and resource ("latency PATCH pods/status", long-running verbs left out), of each
+// admission webhook call ("webhook mpod.kubectl-llm.dev CREATE") and the mean wait in API priority and
 // fairness by priority level ("queue workload-low") and the mean time a request of that level
 // then ran ("run workload-low"; none where the API server runs without priority and fairness,
 // as kwokctl's does): a client whose requests wait there is
@@ -711,7 +737,13 @@ func apiWaits(before, after map[string]float64) map[string]time.Duration {
 			if verb == "WATCH" || verb == "WATCHLIST" || verb == "CONNECT" {
 				continue
 			}
-			add("latency "+verb, name, d)
+			res := labelValue(labels, "resource")
+			if sub := labelValue(labels, "subresource"); sub != "" {
+				res += "/" + sub
+			}
+			add("latency "+verb+" "+res, name, d)
+		case "apiserver_admission_webhook_admission_duration_seconds_sum", "apiserver_admission_webhook_admission_duration_seconds_count":
+			add("webhook "+labelValue(labels, "name")+" "+labelValue(labels, "operation"), name, d)
 		case "apiserver_flowcontrol_request_wait_duration_seconds_sum", "apiserver_flowcontrol_request_wait_duration_seconds_count":
 			if labelValue(labels, "execute") != "true" {
 				continue
@@ -947,6 +979,9 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, a, b, ratio)
 	}
 	num("controller CPU per burst object", "ms", func(r *results) float64 { return float64(r.cpuPerObject.Microseconds()) / 1000 })
+	for _, c := range components {
+		num(c+" CPU per burst object", "ms", func(r *results) float64 { return float64(r.componentCPU[c].Microseconds()) / 1000 })
+	}
 	num("controller RSS before the burst", "MiB", func(r *results) float64 { return r.rssIdle })
 	num("controller RSS after the burst", "MiB", func(r *results) float64 { return r.rss })
 	num("API writes per burst object (every client)", "", func(r *results) float64 { return sumRequests(r.requests, isWrite) })
@@ -1100,6 +1135,92 @@ func rssParts(pid int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// components are the simulated cluster's processes whose CPU the table shows.
+var components = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
+
+// roundOrder is the sides in round r: A B, then B A, then A B…
+func roundOrder(sides []side, r int) []side {
+	if r%2 == 0 {
+		return sides
+	}
+	out := make([]side, len(sides))
+	for i, s := range sides {
+		out[len(sides)-1-i] = s
+	}
+	return out
+}
+
+// merge pools the rounds of one side: durations side by side, every other figure as the median
+// of the rounds (request counts and API server waits as their mean).
+func merge(rs []*results) *results {
+	if len(rs) == 0 {
+		return nil
+	}
+	if len(rs) == 1 {
+		return rs[0]
+	}
+	m := &results{requests: map[string]float64{}, apiWait: map[string]time.Duration{}, componentCPU: map[string]time.Duration{}}
+	var cpu []time.Duration
+	var idle, after, un0, un1 []float64
+	for _, r := range rs {
+		m.recovery = append(m.recovery, r.recovery...)
+		m.rollout = append(m.rollout, r.rollout...)
+		m.churnRecovery = append(m.churnRecovery, r.churnRecovery...)
+		m.churnRollout = append(m.churnRollout, r.churnRollout...)
+		m.burst = append(m.burst, r.burst...)
+		m.toLWS = append(m.toLWS, r.toLWS...)
+		m.lwsReady = append(m.lwsReady, r.lwsReady...)
+		m.fromLWS = append(m.fromLWS, r.fromLWS...)
+		for k, v := range r.requests {
+			m.requests[k] += v / float64(len(rs))
+		}
+		for k, v := range r.apiWait {
+			m.apiWait[k] += v / time.Duration(len(rs))
+		}
+		cpu = append(cpu, r.cpuPerObject)
+		idle, after = append(idle, r.rssIdle), append(after, r.rss)
+		un0, un1 = append(un0, r.rssUnrelated0), append(un1, r.rssUnrelated)
+		if r.get != nil {
+			m.get = r.get
+		}
+		if r.slowestAt.d > m.slowestAt.d {
+			m.slowest, m.slowestAt = r.slowest, r.slowestAt
+		}
+	}
+	for _, name := range components {
+		var ds []time.Duration
+		for _, r := range rs {
+			ds = append(ds, r.componentCPU[name])
+		}
+		m.componentCPU[name] = median(ds)
+	}
+	m.cpuPerObject = median(cpu)
+	m.rssIdle, m.rss, m.rssUnrelated0, m.rssUnrelated = medianOf(idle), medianOf(after), medianOf(un0), medianOf(un1)
+	return m
+}
+
+func medianOf(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// componentCPU is the CPU time each of the cluster's components has used so far (none that
+// cannot be read).
+func componentCPU() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	pids, err := cluster.ComponentPids()
+	if err != nil {
+		return out
+	}
+	for name, pid := range pids {
+		if t, err := cpuTime(pid); err == nil {
+			out[name] = t
+		}
+	}
+	return out
 }
 
 // freePorts are n free ports of 127.0.0.1.

@@ -357,3 +357,22 @@ func gone(pid int) bool {
 	f := strings.Fields(string(stat))
 	return len(f) > 2 && f[2] == "Z"
 }
+
+// ComponentPids are the process ids of the cluster's components (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok-controller) by the base name of their binary,
+// for readings of their CPU time and memory.
+func (c *Cluster) ComponentPids() (map[string]int, error) {
+	files, err := filepath.Glob(filepath.Join(c.Dir, "kwok", "clusters", c.Name, "pids", "*.pid"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, f := range files {
+		comp, err := readComponent(f)
+		if err != nil {
+			return nil, err
+		}
+		out[filepath.Base(comp.argv[0])] = comp.pid
+	}
+	return out, nil
+}
