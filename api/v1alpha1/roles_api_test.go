@@ -215,7 +215,7 @@ func TestRolesCannotBeAddedOrRemovedButCanBeScaled(t *testing.T) {
 	}
 	scale.Spec.Replicas = 3
 	if err := env.Client.SubResource("scale").Update(ctx, pd, client.WithSubResourceBody(scale)); err == nil ||
-		!strings.Contains(err.Error(), "spec.replicas does not apply with spec.roles") {
+		!strings.Contains(err.Error(), "spec.replicas does not apply with spec.roles") || !strings.Contains(err.Error(), "kubectl llm scale NAME --role decode --replicas N") {
 		t.Errorf("kubectl scale of a serving with roles: got %v, want the refusal", err)
 	}
 }
