@@ -303,8 +303,10 @@ type RolloutSpec struct {
 
 // RestartSpec is a declarative restart.
 type RestartSpec struct {
-	// ID identifies a restart request; any new value restarts every group, e.g. a timestamp.
+	// ID identifies a restart request; any new value restarts every group, e.g. a timestamp. It
+	// cannot contain "/role:", which v1.RoleRestartID puts between it and a role's restart id.
 	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="spec.restart.id must not be empty: set a new value, such as the current time, to restart every group"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('/role:')",message="spec.restart.id must not contain '/role:': it separates the serving's restart id from a role's (spec.roles[].restart.id) in the id a role's pods are created for, so a/role:b would read as restart a of the serving and b of the role; choose another value, such as the current time"
 	// +kubebuilder:validation:MaxLength=253
 	ID string `json:"id"`
 }
