@@ -210,6 +210,7 @@ func TestBadSpecsAreRefusedWithAMessage(t *testing.T) {
 		{"unknown engine", func(s map[string]any) { s["engine"] = map[string]any{"type": "tgi"} }, `spec.engine.type: Unsupported value: "tgi"`},
 		{"port out of range", func(s map[string]any) { s["engine"] = map[string]any{"port": 70000} }, "spec.engine.port must be a TCP port between 1 and 65535"},
 		{"empty restart id", func(s map[string]any) { s["restart"] = map[string]any{"id": ""} }, "spec.restart.id must not be empty"},
+		{"a restart id with the role separator", func(s map[string]any) { s["restart"] = map[string]any{"id": "a/role:b"} }, "spec.restart.id must not contain '/role:'"},
 		{"negative gpus", func(s map[string]any) { s["resources"] = map[string]any{"gpus": -1} }, "spec.resources.gpus must be a whole number of GPUs per pod between 0 and 64"},
 		{"fractional gpus", func(s map[string]any) { s["resources"] = map[string]any{"gpus": 0.5} }, "spec.resources.gpus: Invalid value"},
 		{"zero progress deadline", func(s map[string]any) { s["rollout"] = map[string]any{"progressDeadline": "0s"} }, "spec.rollout.progressDeadline must be a positive duration"},

@@ -89,7 +89,7 @@ type ModelServingList struct {
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.roles) == has(self.roles)",message="spec.roles cannot be added to or removed from an existing serving: a serving with roles runs a LeaderWorkerSet per role, one without runs one for the serving; create a new serving instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.roles) || (self.roles.exists(r, r.name == 'prefill') && self.roles.exists(r, r.name == 'decode'))",message="spec.roles must name both a prefill and a decode role: the prefill groups hand their KV cache to the decode groups, neither serves alone"
 // +kubebuilder:validation:XValidation:rule="!has(self.roles) || self.roles.all(r, r.replicas == 0) || self.roles.all(r, r.replicas > 0)",message="spec.roles[].replicas must be 0 for every role or for none: prefill groups without decode groups (or the reverse) cannot serve; scale every role to 0 to stop the serving"
-// +kubebuilder:validation:XValidation:rule="!has(self.roles) || !has(self.replicas) || self.replicas == 1",message="spec.replicas does not apply with spec.roles, where each role counts its own groups: leave it at 1 and set spec.roles[].replicas (e.g. kubectl patch --type=json on /spec/roles/1/replicas)"
+// +kubebuilder:validation:XValidation:rule="!has(self.roles) || !has(self.replicas) || self.replicas == 1",message="spec.replicas does not apply with spec.roles, where each role counts its own groups, so kubectl scale and autoscalers cannot change it: leave it at 1 and scale a role with kubectl llm scale NAME --role decode --replicas N (or set spec.roles[].replicas)"
 // +kubebuilder:validation:XValidation:rule="!has(self.roles) || !has(self.rollout) || !has(self.rollout.partition) || self.rollout.partition == 0",message="spec.rollout.partition does not apply with spec.roles, as a group index names a different group in each role: set spec.roles[].rollout.partition to hold a canary in each role"
 // +kubebuilder:validation:XValidation:rule="!has(self.roles) || !has(self.rollout) || !has(self.rollout.strategy) || self.rollout.strategy != 'Recreate' || self.roles.all(r, !has(r.rollout) || !has(r.rollout.maxSurge) || (type(r.rollout.maxSurge) == int ? r.rollout.maxSurge == 0 : r.rollout.maxSurge == '0%'))",message="spec.roles[].rollout.maxSurge must be 0 with strategy Recreate, which stops the old groups of every role before starting new ones"
 type ModelServingSpec struct {
@@ -105,7 +105,8 @@ type ModelServingSpec struct {
 	// +optional
 	Engine EngineSpec `json:"engine,omitempty"`
 
-	// Replicas is the number of groups. The scale subresource points here.
+	// Replicas is the number of groups. The scale subresource points here. With spec.roles it
+	// stays 1 (each role counts its own groups) and the scale subresource cannot change it.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 1000",message="spec.replicas is the number of groups and must be between 0 and 1000"
 	// +optional
@@ -302,8 +303,10 @@ type RolloutSpec struct {
 
 // RestartSpec is a declarative restart.
 type RestartSpec struct {
-	// ID identifies a restart request; any new value restarts every group, e.g. a timestamp.
+	// ID identifies a restart request; any new value restarts every group, e.g. a timestamp. It
+	// cannot contain "/role:", which v1.RoleRestartID puts between it and a role's restart id.
 	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="spec.restart.id must not be empty: set a new value, such as the current time, to restart every group"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('/role:')",message="spec.restart.id must not contain '/role:': it separates the serving's restart id from a role's (spec.roles[].restart.id) in the id a role's pods are created for, so a/role:b would read as restart a of the serving and b of the role; choose another value, such as the current time"
 	// +kubebuilder:validation:MaxLength=253
 	ID string `json:"id"`
 }
@@ -390,7 +393,8 @@ type ModelServingStatus struct {
 	// +optional
 	ReadyGroups string `json:"readyGroups,omitempty"`
 
-	// Selector selects the pods of every group (for the scale subresource and autoscalers).
+	// Selector selects the leader pod of every group, of every role with spec.roles: one pod per
+	// group that status.replicas counts (for the scale subresource and autoscalers).
 	// +optional
 	Selector string `json:"selector,omitempty"`
 

@@ -169,7 +169,9 @@ func (s ModelServingSpec) ForRole(name RoleName) (ModelServingSpec, bool) {
 // RoleRestartID is the restart id the pods of a role are created for: the serving's
 // spec.restart.id, followed by the role's spec.roles[].restart.id when it is set, so that a new
 // id of either restarts the role's groups, and a role never restarted keeps the serving's id
-// (its pods stay as they are when the field is first used). "" when neither is set.
+// (its pods stay as they are when the field is first used). "" when neither is set. The CRD
+// refuses RoleRestartSeparator in the serving's id, so the first separator splits the result and
+// two different pairs never give one id (the role's id may hold anything).
 func RoleRestartID(serving, role string) string {
 	if role == "" {
 		return serving

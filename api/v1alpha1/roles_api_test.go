@@ -144,6 +144,8 @@ func TestBadRoleSpecsAreRefusedWithAMessage(t *testing.T) {
 		{"negative role unavailable", func(s map[string]any) { role(s, 0)["rollout"] = map[string]any{"maxUnavailable": -1} }, "spec.roles[].rollout.maxUnavailable must be a number of groups between 0 and 1000"},
 		{"negative role partition", func(s map[string]any) { role(s, 1)["rollout"] = map[string]any{"partition": -1} }, "spec.roles[].rollout.partition must be between 0 and 1000"},
 		{"an empty role restart id", func(s map[string]any) { role(s, 1)["restart"] = map[string]any{"id": " "} }, "spec.roles[].restart.id must not be empty"},
+		// "a/role:b" alone would be the id of serving restart "a" with role restart "b".
+		{"a serving restart id with the role separator", func(s map[string]any) { s["restart"] = map[string]any{"id": "a/role:b"} }, "spec.restart.id must not contain '/role:'"},
 		{"a role restart without an id", func(s map[string]any) { role(s, 1)["restart"] = map[string]any{} }, "spec.roles[1].restart.id: Required value"},
 		{"role gpus out of range", func(s map[string]any) { role(s, 0)["resources"] = map[string]any{"gpus": 65} }, "spec.roles[0].resources.gpus: Invalid value"},
 		{"role scheduler not a DNS name", func(s map[string]any) {
@@ -215,7 +217,7 @@ func TestRolesCannotBeAddedOrRemovedButCanBeScaled(t *testing.T) {
 	}
 	scale.Spec.Replicas = 3
 	if err := env.Client.SubResource("scale").Update(ctx, pd, client.WithSubResourceBody(scale)); err == nil ||
-		!strings.Contains(err.Error(), "spec.replicas does not apply with spec.roles") {
+		!strings.Contains(err.Error(), "spec.replicas does not apply with spec.roles") || !strings.Contains(err.Error(), "kubectl llm scale NAME --role decode --replicas N") {
 		t.Errorf("kubectl scale of a serving with roles: got %v, want the refusal", err)
 	}
 }

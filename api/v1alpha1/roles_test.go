@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -109,5 +110,24 @@ func TestForRoleRestartIDChangesWithTheServingsAndTheRoles(t *testing.T) {
 	s.Restart = nil
 	if got := id(s, v1.RoleDecode); got != "/role:x" {
 		t.Errorf("decode restarted alone: %s, want /role:x", got)
+	}
+}
+
+// A role's restart id is unambiguous: the serving's id cannot contain the separator (the CRD
+// refuses it), so the first separator splits it, whatever the role's id holds; every pair of ids
+// below gives a different one.
+func TestRoleRestartIDsOfDifferentPairsDiffer(t *testing.T) {
+	seen := map[string][2]string{}
+	for _, serving := range []string{"", "a", "a/role", "a/", "role:b"} {
+		for _, role := range []string{"", "b", "b/role:c", "/role:", "role:b"} {
+			if strings.Contains(serving, v1.RoleRestartSeparator) {
+				t.Fatalf("the serving id %q holds the separator", serving)
+			}
+			id := v1.RoleRestartID(serving, role)
+			if prev, ok := seen[id]; ok {
+				t.Errorf("serving %q role %q and serving %q role %q give the same id %q", serving, role, prev[0], prev[1], id)
+			}
+			seen[id] = [2]string{serving, role}
+		}
 	}
 }

@@ -224,6 +224,9 @@ func newPreflightCommand(root *RootOptions) *cobra.Command {
     leader may hold GPUs while its workers stay Pending);
   - whether the LeaderWorkerSet and ModelServing APIs are installed, and which versions.
 
+For a serving with roles each role is checked on the nodes its own node selector and tolerations
+allow (the NODE table has a column per role), and every role's surge must fit together.
+
 Exits 1 with the reason when something does not fit.`,
 		Example:           "  kubectl llm preflight qwen",
 		ValidArgsFunction: completeServingNames(root),
@@ -469,23 +472,43 @@ func printPreflight(w io.Writer, r preflightReport, c colors) error {
 		}
 		fmt.Fprintf(w, "Preflight of %s (%s, %s): %s\n\n", r.Serving, kind, r.Strategy, strings.Join(parts, "; "))
 	}
-	rows := [][]string{{"NODE", "SCHEDULABLE", "ALLOCATABLE", "REQUESTED", "SPARE"}}
-	for _, n := range r.Nodes {
-		sched := "yes"
-		if !n.Schedulable {
-			sched = "no (" + n.Why + ")"
-		}
-		rows = append(rows, []string{n.Name, sched, fmt.Sprint(n.Allocatable), fmt.Sprint(n.Requested), fmt.Sprint(n.Spare())})
-	}
-	if len(r.Nodes) == 0 {
-		rows = append(rows, []string{"(no nodes)"})
-	}
-	renderTable(w, rows, nil)
+	renderTable(w, nodeRows(r), nil)
 	fmt.Fprintln(w)
-	rows = [][]string{{"CHECK", "RESULT", "DETAIL"}}
+	rows := [][]string{{"CHECK", "RESULT", "DETAIL"}}
 	for _, ch := range r.Checks {
 		rows = append(rows, []string{ch.Name, c.state(ch.Result), ch.Detail})
 	}
 	renderTable(w, rows, nil)
 	return nil
+}
+
+// nodeRows is the NODE table: whether each node is schedulable for the serving's pods, or with
+// roles for each role's (a column per role, as each role has its own node selector and
+// tolerations), and its GPUs, which are the same whoever asks.
+func nodeRows(r preflightReport) [][]string {
+	header := []string{"NODE", "SCHEDULABLE"}
+	views := [][]NodeCapacity{r.Nodes}
+	if len(r.Roles) > 0 {
+		header, views = []string{"NODE"}, nil
+		for _, rf := range r.Roles {
+			header = append(header, strings.ToUpper(string(rf.Role)))
+			views = append(views, rf.Nodes)
+		}
+	}
+	rows := [][]string{append(header, "ALLOCATABLE", "REQUESTED", "SPARE")}
+	for i, n := range r.Nodes {
+		row := []string{n.Name}
+		for _, v := range views {
+			sched := "yes"
+			if !v[i].Schedulable {
+				sched = "no (" + v[i].Why + ")"
+			}
+			row = append(row, sched)
+		}
+		rows = append(rows, append(row, fmt.Sprint(n.Allocatable), fmt.Sprint(n.Requested), fmt.Sprint(n.Spare())))
+	}
+	if len(r.Nodes) == 0 {
+		rows = append(rows, []string{"(no nodes)"})
+	}
+	return rows
 }

@@ -176,6 +176,15 @@ func TestPreflight(t *testing.T) {
 	r = run(t, time.Now(), "-n", ns, "preflight", "pd")
 	expectCode(t, r, 1)
 	golden(t, "preflight-roles-together-refused", "stdout:\n"+r.Out+"stderr:\n"+r.Err)
+	// Each role's nodes: prefill tolerates the reserved node, decode does not, and the NODE table
+	// says which nodes each role may use.
+	split := fixtures.Serving("pd-split", ns).Roles(1, 1, 1).GPUs(4).Obj()
+	split.Namespace, split.Generation = ns, 0
+	split.Spec.Roles[0].Scheduling.Tolerations = []corev1.Toleration{{Key: "reserved", Operator: corev1.TolerationOpExists}}
+	create(t, split)
+	r = run(t, time.Now(), "-n", ns, "preflight", "pd-split")
+	expectCode(t, r, 0)
+	golden(t, "preflight-roles-nodes", r.Out)
 	// Without the toleration no spare GPU is left: the prefill role's surge is named.
 	pd2 := fixtures.Serving("pd-tight", ns).Roles(1, 2, 1).GPUs(4).Surge(intstr.FromInt32(1), intstr.FromInt32(0)).Obj()
 	pd2.Namespace, pd2.Generation = ns, 0

@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -664,7 +665,10 @@ func NextStatus(ms *v1.ModelServing, sum status.Summary, updateRev string, now t
 	next.Phase = sum.Phase
 	next.Replicas, next.ReadyReplicas, next.UpdatedReplicas = sum.Replicas, sum.Ready, sum.Updated
 	next.ReadyGroups = fmt.Sprintf("%d/%d", sum.Ready, sum.Desired)
-	next.Selector = naming.PodSelector(ms.Name)
+	// The scale subresource counts groups (status.replicas, every role's with spec.roles), so its
+	// selector selects one pod per group, the leaders, as LWS's hpaPodSelector does: an autoscaler
+	// multiplies what it measures by the pods it selects, and the workers would double a group.
+	next.Selector = labels.SelectorFromSet(leaderSelector(ms.Name)).String()
 	if updateRev != "" { // "" when spec.template does not decode: keep what was recorded
 		next.UpdateRevision = updateRev
 	}

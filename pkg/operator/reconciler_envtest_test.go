@@ -186,7 +186,7 @@ func TestChildrenAreCreatedWithTheRightSpecAndOwner(t *testing.T) {
 		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision != ""
 	})
 	if got.Status.UpdateRevision != revisionLabel(lws) || got.Status.Endpoint != "qwen-api."+ns+".svc:8000" ||
-		got.Status.Selector != v1.LabelName+"=qwen" || got.Status.Phase != v1.PhasePending {
+		got.Status.Selector != lwsv1.WorkerIndexLabelKey+"=0,"+v1.LabelName+"=qwen" || got.Status.Phase != v1.PhasePending {
 		t.Errorf("status = %+v", got.Status)
 	}
 	if !controllerutilContains(got.Finalizers, v1.FinalizerChildren) {

@@ -9,10 +9,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -212,6 +214,7 @@ func TestRolesRunAsOneLWSAndServicePerRoleMovedByThePlanner(t *testing.T) {
 		ready.Status.ReadyGroups != "8/8" || len(ready.Status.Roles[1].Groups) != 6 {
 		t.Errorf("Available %+v, readyGroups %s, decode groups %d", c, ready.Status.ReadyGroups, len(ready.Status.Roles[1].Groups))
 	}
+	checkRolesScale(t, ready)
 
 	// A new image, paused: one new revision; every role holds (partition = replicas).
 	updateServing(t, ns, "qwen", func(ms *v1.ModelServing) {
@@ -261,6 +264,43 @@ func TestRolesRunAsOneLWSAndServicePerRoleMovedByThePlanner(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+// checkRolesScale checks the scale subresource of a serving with roles, every group of which
+// exists: its status counts every role's groups and selects one pod per group (the leaders of
+// every role), so what it counts is what it selects; an autoscaler's or kubectl scale's change is
+// refused with the command that scales a role.
+func checkRolesScale(t *testing.T, ms *v1.ModelServing) {
+	t.Helper()
+	ctx := context.Background()
+	scale := &autoscalingv1.Scale{}
+	if err := env.Client.SubResource("scale").Get(ctx, ms, scale); err != nil {
+		t.Fatalf("get scale: %v", err)
+	}
+	sel, err := labels.Parse(scale.Status.Selector)
+	if err != nil {
+		t.Fatalf("scale selector %q: %v", scale.Status.Selector, err)
+	}
+	pods := &corev1.PodList{}
+	if err := env.Client.List(ctx, pods, client.InNamespace(ms.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]int{}
+	for _, p := range pods.Items {
+		if p.Labels[lwsv1.WorkerIndexLabelKey] != "0" {
+			t.Errorf("the scale selector %q selects the worker %s: it counts groups, one pod each", scale.Status.Selector, p.Name)
+		}
+		roles[p.Labels[naming.LabelRole]]++
+	}
+	if scale.Status.Replicas != 8 || len(pods.Items) != 8 || roles["prefill"] != 2 || roles["decode"] != 6 {
+		t.Errorf("scale status: %d replicas, its selector %q selects %d pods (%v); want 8 groups, the leaders of 2 prefill and 6 decode",
+			scale.Status.Replicas, scale.Status.Selector, len(pods.Items), roles)
+	}
+	scale.Spec.Replicas = 3
+	if err := env.Client.SubResource("scale").Update(ctx, ms, client.WithSubResourceBody(scale)); err == nil ||
+		!strings.Contains(err.Error(), "kubectl llm scale NAME --role decode --replicas N") {
+		t.Errorf("scaling a serving with roles through its scale subresource: got %v, want the refusal naming kubectl llm scale", err)
+	}
 }
 
 // readyPD creates the 2:6 serving qwen with every group ready on its first revision, which it

@@ -230,8 +230,9 @@ func stepwise(rs []Role) Plan {
 	next := min(c+1, sc.steps)
 	if h, ok := sc.hold(); ok && c >= h {
 		// Every role has its canary groups ready (or more, which stay: a canary never takes
-		// a new group back).
-		next = c
+		// a new group back). The plan is held at step h: the canary caps every later step to
+		// h's shape, so those look completed too, but none of them is reached.
+		next = h
 		p.State, p.Why = CanaryHeld, sc.canaryWhy(rs)
 	}
 	if sc.blocked() {

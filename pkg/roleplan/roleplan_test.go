@@ -339,3 +339,49 @@ func TestARoleRestartDuringARolloutRidesAlongInLockstep(t *testing.T) {
 		t.Errorf("plan %+v restart %v, %d steps; want the lockstep rollout's first step", one(p), p.Restart, p.Steps)
 	}
 }
+
+// A held canary reports the step it is held at, the first where every role has its canary
+// groups, not the last step of the plan (its capped shapes make every later step look done).
+func TestAHeldCanaryReportsTheStepItIsHeldAt(t *testing.T) {
+	for _, tc := range []struct {
+		name                        string
+		prefill, decode             int32
+		surge, unavailable          int32
+		canaryPrefill, canaryDecode int32
+		wantStep, wantSteps         int
+	}{
+		{name: "1 group of each, no surge", prefill: 2, decode: 6, unavailable: 1, canaryPrefill: 1, canaryDecode: 1, wantStep: 1, wantSteps: 6},
+		{name: "1 group of each, surge", prefill: 2, decode: 6, surge: 1, canaryPrefill: 1, canaryDecode: 1, wantStep: 1, wantSteps: 8},
+		{name: "25%: 1 prefill, 2 decode", prefill: 2, decode: 6, unavailable: 1, canaryPrefill: 1, canaryDecode: 2, wantStep: 2, wantSteps: 6},
+		{name: "half of each", prefill: 2, decode: 6, unavailable: 1, canaryPrefill: 1, canaryDecode: 3, wantStep: 3, wantSteps: 6},
+		{name: "batches of 2", prefill: 4, decode: 8, surge: 1, unavailable: 1, canaryPrefill: 1, canaryDecode: 2, wantStep: 1, wantSteps: 6},
+		{name: "every prefill group, 1 decode", prefill: 2, decode: 6, unavailable: 1, canaryPrefill: 2, canaryDecode: 1, wantStep: 4, wantSteps: 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := pd(tc.prefill, tc.decode, tc.surge, tc.unavailable)
+			in.Roles[0].Canary, in.Roles[1].Canary = ptr.To(tc.canaryPrefill), ptr.To(tc.canaryDecode)
+			got := roleplan.Steps(in)
+			held := got[len(got)-1]
+			if held.State != roleplan.CanaryHeld || held.Step != tc.wantStep || held.Steps != tc.wantSteps {
+				t.Errorf("held plan: %s at step %d of %d, want CanaryHeld at step %d of %d", held.State, held.Step, held.Steps, tc.wantStep, tc.wantSteps)
+			}
+			last := 0 // the steps up to the hold climb to it (steps the canary leaves unchanged are skipped)
+			for i, p := range got[:len(got)-1] {
+				if p.State != roleplan.Progressing || p.Step <= last || p.Step > tc.wantStep {
+					t.Errorf("plan %d: %s at step %d, want Progressing at a step after %d, at most %d", i, p.State, p.Step, last, tc.wantStep)
+				}
+				last = p.Step
+			}
+			// A canary raised mid-rollout (more new groups than the canary) holds where it is,
+			// at the canary's step, taking no new group back.
+			for i, c := range []int32{tc.canaryPrefill, tc.canaryDecode} {
+				r := &in.Roles[i]
+				u := max(min(c, r.Desired), r.Desired-1)
+				r.Updated, r.Old, r.ReadyUpdated = u, r.Desired-u, u
+			}
+			if p := roleplan.Next(in); p.State != roleplan.CanaryHeld || p.Step != tc.wantStep || p.Roles[1].Updated != tc.decode-1 {
+				t.Errorf("raised canary: %s at step %d, decode updated %d; want CanaryHeld at step %d keeping %d", p.State, p.Step, p.Roles[1].Updated, tc.wantStep, tc.decode-1)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,7 +59,7 @@ func RolloutStatus(ms *v1.ModelServing) (message string, done bool, err error) {
 		case v1.ReasonRolloutComplete:
 			return fmt.Sprintf("serving %q successfully rolled out: %s\n", ms.Name, p.Message), true, nil
 		case v1.ReasonCanaryHeld:
-			return fmt.Sprintf("serving %q canary is ready and held at partition %d: %s\n", ms.Name, partitionOf(ms), p.Message), true, nil
+			return fmt.Sprintf("serving %q canary is ready and held at %s: %s\n", ms.Name, partitionsOf(ms), p.Message), true, nil
 		}
 	}
 	return "Waiting for rollout to finish: " + waitingFor(ms, p) + "...\n", false, nil
@@ -96,4 +97,24 @@ func waitingFor(ms *v1.ModelServing, p *metav1.Condition) string {
 	return msg
 }
 
-func partitionOf(ms *v1.ModelServing) int32 { return ptrOr(ms.Spec.Rollout.Partition, 0) }
+// partitionsOf names where a canary is held: the serving's partition, or with roles each role's
+// (spec.rollout.partition stays 0 with roles: a partition is a group index of one role), in
+// v1.RoleNames order, e.g. "prefill partition 1, decode partition 5".
+func partitionsOf(ms *v1.ModelServing) string {
+	if len(ms.Spec.Roles) == 0 {
+		return fmt.Sprintf("partition %d", ptrOr(ms.Spec.Rollout.Partition, 0))
+	}
+	var parts []string
+	for _, name := range v1.RoleNames() {
+		r := ms.Spec.Role(name)
+		if r == nil {
+			continue
+		}
+		var p int32
+		if r.Rollout != nil {
+			p = ptrOr(r.Rollout.Partition, 0)
+		}
+		parts = append(parts, fmt.Sprintf("%s partition %d", name, p))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -129,3 +129,19 @@ func TestRolloutStatusOfRolesCountsEveryRolesGroups(t *testing.T) {
 		t.Errorf("got %q", msg)
 	}
 }
+
+// A held canary of a serving with roles names each role's partition: spec.rollout.partition
+// stays 0 with roles, and a partition is a group index of one role.
+func TestRolloutStatusOfRolesNamesEachRolesPartition(t *testing.T) {
+	ms := fixtures.Serving("pd", "default").Roles(2, 6, 2).Generation(3).Obj()
+	for i, p := range []int32{1, 5} {
+		ms.Spec.Roles[i].Rollout = &v1.RoleRolloutSpec{Partition: &p}
+	}
+	ms.Status = v1.ModelServingStatus{ObservedGeneration: 3, Replicas: 8, ReadyReplicas: 8, UpdatedReplicas: 2, UpdateRevision: "pd-r2",
+		Conditions: []metav1.Condition{condition(v1.ConditionProgressing, "True", v1.ReasonCanaryHeld, "canary: 1 of 2 prefill, 1 of 6 decode groups on pd-r2", 3)}}
+	msg, done, err := status.RolloutStatus(ms)
+	want := "serving \"pd\" canary is ready and held at prefill partition 1, decode partition 5: canary: 1 of 2 prefill, 1 of 6 decode groups on pd-r2\n"
+	if err != nil || !done || msg != want {
+		t.Errorf("got (%q, %v, %v), want %q", msg, done, err, want)
+	}
+}

@@ -64,6 +64,7 @@ type plainPrinter struct {
 	pods      map[string]string // "group 1 worker 1" → its last state line
 	roles     map[string]string // a role's name → its last counts line
 	step      string            // the planner's last step line, for a serving with roles
+	rolledOut map[string]string // a role's name → the revision its rollout was noticed complete on
 	events    map[types.UID]int32
 	servings  map[string]string // list mode: name → last line
 	lastError string
@@ -72,7 +73,7 @@ type plainPrinter struct {
 
 func newPlainPrinter(cfg Config) *plainPrinter {
 	return &plainPrinter{out: cfg.Out, clock: cfg.Clock, name: cfg.Name, ns: cfg.Namespace,
-		pods: map[string]string{}, roles: map[string]string{}, events: map[types.UID]int32{}, servings: map[string]string{}}
+		pods: map[string]string{}, roles: map[string]string{}, rolledOut: map[string]string{}, events: map[types.UID]int32{}, servings: map[string]string{}}
 }
 
 func (p *plainPrinter) printf(now time.Time, format string, args ...any) {
@@ -133,6 +134,10 @@ func (p *plainPrinter) print(s Snapshot) (bool, error) {
 		if p.roles[string(c.Name)] != line {
 			p.roles[string(c.Name)] = line
 			p.printf(now, "role %s: %s", c.Name, line)
+		}
+		if c.RolledOut(ms) && p.rolledOut[string(c.Name)] != ms.Status.UpdateRevision {
+			p.rolledOut[string(c.Name)] = ms.Status.UpdateRevision
+			p.printf(now, "role %s: rolled out to revision %s", c.Name, ms.Status.UpdateRevision)
 		}
 	}
 	if line := StepLine(ms.Status.Plan); line != "" && line != p.step {

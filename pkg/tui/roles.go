@@ -71,6 +71,16 @@ func RoleCountsOf(ms *v1.ModelServing, sum status.Summary) []RoleCounts {
 	return out
 }
 
+// RolledOut reports a role whose rollout completed while the serving's goes on: every group of
+// the role on the update revision and ready, none on another, and the serving's current revision
+// not yet the update revision (a role at rest is not news; the serving's own line says when the
+// whole rollout completes).
+func (c RoleCounts) RolledOut(ms *v1.ModelServing) bool {
+	st := ms.Status
+	return c.Desired > 0 && c.New == int(c.Desired) && c.NewReady == int(c.Desired) && c.Old == 0 &&
+		st.UpdateRevision != "" && st.CurrentRevision != st.UpdateRevision
+}
+
 func countRole(ms *v1.ModelServing, rs status.Summary, rev string) RoleCounts {
 	c := CountGroups(rs.Groups, rev, RoleRestartID(ms.Spec, rs.Role))
 	c.Name, c.Desired = rs.Role, rs.Desired

@@ -164,3 +164,67 @@ func TestCanaryActionsOfRoles(t *testing.T) {
 	}
 	_ = m
 }
+
+// prefillDoneSnapshot is rolesSnapshot at step 4 of 6: every prefill group on r2 and ready, decode
+// 4 of 6 there.
+func prefillDoneSnapshot() Snapshot {
+	s := rolesSnapshot()
+	ms := s.Serving
+	var pods []corev1.Pod
+	for g := range 2 {
+		pods = append(pods, fixtures.RoleGroup("pd", v1.RolePrefill, g, 2, "pd-r2")...)
+	}
+	for g, rev := range []string{"pd-r1", "pd-r1", "pd-r2", "pd-r2", "pd-r2", "pd-r2"} {
+		pods = append(pods, fixtures.RoleGroup("pd", v1.RoleDecode, g, 2, rev)...)
+	}
+	in, err := status.PlanInput(status.Observed{Serving: ms, Roles: status.RoleInputs(ms, pods, nil)}, ms.Status.UpdateRevision, now)
+	if err != nil {
+		panic(err)
+	}
+	ms.Status.Plan = status.PlanStatus(roleplan.Next(in), ms.Status.UpdateRevision)
+	s.Pods = pods
+	return s
+}
+
+// When a role's rollout completes while another's goes on, the live view and the plain lines say
+// so, as the single-role view says when its rollout completes; a role merely at rest (no rollout
+// under way) gets no notice.
+func TestARoleWhoseRolloutCompletedIsNoticed(t *testing.T) {
+	m := feed(t, newTestModel(t, "pd", 140, 30, nil), prefillDoneSnapshot())
+	out := display(t, m)
+	mustContain(t, out, "prefill new 2/2 (2 ready) old 0, rolled out · decode new 4/6 (4 ready) old 2")
+	var buf bytes.Buffer
+	p := newPlainPrinter(Config{Out: &buf, Clock: func() time.Time { return now }, Namespace: "default", Name: "pd"}.withDefaults())
+	if _, err := p.print(rolesSnapshot()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "rolled out") {
+		t.Errorf("a role rolled out at step 2:\n%s", buf.String())
+	}
+	if _, err := p.print(prefillDoneSnapshot()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(buf.String(), "role prefill: rolled out to revision pd-r2\n"); got != 1 {
+		t.Errorf("the prefill notice printed %d times, want once:\n%s", got, buf.String())
+	}
+	if _, err := p.print(prefillDoneSnapshot()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(buf.String(), "role prefill: rolled out"); got != 1 {
+		t.Errorf("the prefill notice printed %d times after a second snapshot, want once", got)
+	}
+
+	// At rest: every group of both roles on the current revision.
+	rest := prefillDoneSnapshot()
+	rest.Serving.Status.CurrentRevision = "pd-r2"
+	rest.Pods = nil
+	for g := range 2 {
+		rest.Pods = append(rest.Pods, fixtures.RoleGroup("pd", v1.RolePrefill, g, 2, "pd-r2")...)
+	}
+	for g := range 6 {
+		rest.Pods = append(rest.Pods, fixtures.RoleGroup("pd", v1.RoleDecode, g, 2, "pd-r2")...)
+	}
+	if out := display(t, feed(t, newTestModel(t, "pd", 140, 30, nil), rest)); strings.Contains(out, ", rolled out") {
+		t.Errorf("a role at rest noticed as rolled out:\n%s", out)
+	}
+}

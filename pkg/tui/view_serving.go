@@ -149,7 +149,11 @@ func (m Model) header() []string {
 		// Roles as sections of the rollout: each role's new and old groups, then the planner's step.
 		var parts []string
 		for _, c := range RoleCountsOf(ms, sum) {
-			parts = append(parts, fmt.Sprintf("%s new %d/%d (%d ready) old %d", c.Name, c.New, c.Desired, c.NewReady, c.Old))
+			part := fmt.Sprintf("%s new %d/%d (%d ready) old %d", c.Name, c.New, c.Desired, c.NewReady, c.Old)
+			if c.RolledOut(ms) { // this role is done while another's rollout goes on
+				part = s.OK.Render(part + ", rolled out")
+			}
+			parts = append(parts, part)
 		}
 		l4 = s.Label.Render("roles ") + strings.Join(parts, " · ")
 		if r.Paused {

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -369,17 +371,24 @@ func revisionOf(t *testing.T, ms *v1.ModelServing) string {
 	return revision.Name(ms.Name, spec)
 }
 
+// readyPDServing creates the 2:6 serving qwen (groups of 2 pods) in a new namespace, which it
+// returns once the serving is Ready.
+func readyPDServing(t *testing.T) string {
+	t.Helper()
+	ns := namespace(t)
+	if err := kc.Create(context.Background(), newPDServing(ns, "qwen", 2, 6, 2)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("2 prefill + 6 decode groups Ready in %s", waitReady(t, ns, "qwen", settle))
+	return ns
+}
+
 // One 2:6 serving (groups of 2 pods) through what a single-role serving does, across roles, with
 // the ratio checked on every pod event: a canary of one group per role held, then paused and
 // promoted (nothing moves while paused), resumed to the end; undone to the previous revision;
 // and decode restarted alone (kubectl llm restart --role), prefill untouched.
 func TestRolesCanaryPauseUndoAndRoleRestart(t *testing.T) {
-	ctx := context.Background()
-	ns := namespace(t)
-	if err := kc.Create(ctx, newPDServing(ns, "qwen", 2, 6, 2)); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("2 prefill + 6 decode groups Ready in %s", waitReady(t, ns, "qwen", settle))
+	ns := readyPDServing(t)
 	rev1 := getServing(t, ns, "qwen").Status.CurrentRevision
 
 	// Canary: the new image on one group of each role (each role's partition), held.
@@ -455,4 +464,83 @@ func TestRolesCanaryPauseUndoAndRoleRestart(t *testing.T) {
 	if now := rolePods(t, ns, "qwen", v1.RolePrefill); !maps.Equal(prefillBefore, now) {
 		t.Errorf("prefill pods changed by decode's restart:\nbefore %v\nafter  %v", prefillBefore, now)
 	}
+}
+
+// kubectlLLMCode runs the binary under test and returns its output and exit code.
+func kubectlLLMCode(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	out, err := kubectlLLM(args...)
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return out, 0
+	case errors.As(err, &exit):
+		return out, exit.ExitCode()
+	}
+	t.Fatalf("kubectl llm %s: %v", strings.Join(args, " "), err)
+	return "", 0
+}
+
+// A canary of the whole topology driven through the built binary, the way a user would: kubectl
+// llm canary --groups 1 puts one group of each role on the new image, rollout status reports the
+// hold (exit 0, each role's partition named), canary promote rolls the rest and rollout status
+// waits for the end; a second canary is aborted and every pod is back on the old revision. The
+// roles' ratio is checked on every pod event for the revision the canary brings.
+func TestRolesCanaryThroughTheCLI(t *testing.T) {
+	ns := readyPDServing(t)
+	canary := func(image string) (string, *ratioWatch) {
+		t.Helper()
+		next := getServing(t, ns, "qwen").DeepCopy()
+		next.Spec.Engine.Image = image
+		rev := revisionOf(t, next)
+		w := watchRatio(t, next, rev)
+		if out, code := kubectlLLMCode(t, "-n", ns, "canary", "qwen", "--image", image, "--groups", "1"); code != 0 {
+			t.Fatalf("canary --image %s --groups 1: exit %d\n%s", image, code, out)
+		}
+		start := time.Now()
+		out, code := kubectlLLMCode(t, "-n", ns, "rollout", "status", "qwen", "--timeout", "60s")
+		if code != 0 || !strings.Contains(out, "canary is ready and held at prefill partition 1, decode partition 5") {
+			t.Fatalf("rollout status of the held canary: exit %d, want 0 naming each role's partition:\n%s", code, out)
+		}
+		t.Logf("canary of %s held (rollout status returned) in %s", image, time.Since(start).Round(time.Millisecond))
+		ms := getServing(t, ns, "qwen")
+		if pl := ms.Status.Plan; pl == nil || pl.State != v1.PlanCanaryHeld || pl.Step != 1 || pl.Revision != rev {
+			t.Errorf("status.plan of the held canary %+v, want CanaryHeld at step 1 on %s", pl, rev)
+		}
+		w.mu.Lock()
+		p, d := w.most[v1.RolePrefill], w.most[v1.RoleDecode]
+		w.mu.Unlock()
+		if p != 1 || d != 1 {
+			t.Errorf("ready new groups seen: prefill %d, decode %d; want the canary's 1 and 1", p, d)
+		}
+		return rev, w
+	}
+
+	rev2, ratio := canary("vllm/vllm-openai:v0.11.1")
+	if out, code := kubectlLLMCode(t, "-n", ns, "canary", "promote", "qwen"); code != 0 {
+		t.Fatalf("canary promote: exit %d\n%s", code, out)
+	}
+	start := time.Now()
+	out, code := kubectlLLMCode(t, "-n", ns, "rollout", "status", "qwen", "--timeout", "120s")
+	if code != 0 || !strings.Contains(out, "successfully rolled out") {
+		t.Fatalf("rollout status of the promoted canary: exit %d\n%s", code, out)
+	}
+	t.Logf("promoted: rollout status returned in %s", time.Since(start).Round(time.Millisecond))
+	waitOnRevision(t, ns, rev2, 16, "every pod on the promoted revision")
+	ratioReport(t, "canary and promote", ratio)
+
+	rev3, ratio := canary("vllm/vllm-openai:v0.11.2")
+	if out, code := kubectlLLMCode(t, "-n", ns, "canary", "abort", "qwen"); code != 0 {
+		t.Fatalf("canary abort: exit %d\n%s", code, out)
+	}
+	if out, code := kubectlLLMCode(t, "-n", ns, "rollout", "status", "qwen", "--timeout", "120s"); code != 0 || !strings.Contains(out, "successfully rolled out") {
+		t.Fatalf("rollout status of the aborted canary: exit %d\n%s", code, out)
+	}
+	t.Logf("aborted: every pod back on %s in %s", rev2, waitOnRevision(t, ns, rev2, 16, "every pod back on the old revision"))
+	for _, p := range live(pods(t, ns, "qwen")) {
+		if p.Revision == rev3 {
+			t.Errorf("pod %s still on the aborted canary's revision %s", p.Name, rev3)
+		}
+	}
+	ratioReport(t, "canary and abort", ratio)
 }

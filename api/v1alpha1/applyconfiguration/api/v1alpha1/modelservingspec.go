@@ -22,7 +22,8 @@ type ModelServingSpecApplyConfiguration struct {
 	Model *string `json:"model,omitempty"`
 	// Engine is the inference engine and its container settings.
 	Engine *EngineSpecApplyConfiguration `json:"engine,omitempty"`
-	// Replicas is the number of groups. The scale subresource points here.
+	// Replicas is the number of groups. The scale subresource points here. With spec.roles it
+	// stays 1 (each role counts its own groups) and the scale subresource cannot change it.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// GroupSize is the number of pods per group: one leader and groupSize-1 workers.
 	GroupSize *int32 `json:"groupSize,omitempty"`

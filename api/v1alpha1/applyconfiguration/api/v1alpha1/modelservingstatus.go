@@ -33,7 +33,8 @@ type ModelServingStatusApplyConfiguration struct {
 	UpdatedReplicas *int32 `json:"updatedReplicas,omitempty"`
 	// ReadyGroups is "ready/desired" for display, e.g. 1/2.
 	ReadyGroups *string `json:"readyGroups,omitempty"`
-	// Selector selects the pods of every group (for the scale subresource and autoscalers).
+	// Selector selects the leader pod of every group, of every role with spec.roles: one pod per
+	// group that status.replicas counts (for the scale subresource and autoscalers).
 	Selector *string `json:"selector,omitempty"`
 	// CurrentRevision is the revision every group ran when the last rollout completed.
 	CurrentRevision *string `json:"currentRevision,omitempty"`

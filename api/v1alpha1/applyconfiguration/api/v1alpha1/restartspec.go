@@ -13,7 +13,8 @@ package v1alpha1
 //
 // RestartSpec is a declarative restart.
 type RestartSpecApplyConfiguration struct {
-	// ID identifies a restart request; any new value restarts every group, e.g. a timestamp.
+	// ID identifies a restart request; any new value restarts every group, e.g. a timestamp. It
+	// cannot contain "/role:", which v1.RoleRestartID puts between it and a role's restart id.
 	ID *string `json:"id,omitempty"`
 }
 
