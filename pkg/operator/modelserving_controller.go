@@ -91,6 +91,11 @@ type Reconciler struct {
 	applied sync.Map // childKey -> int64 (LWS generation) or string (Service resourceVersion)
 	// rolloutStart remembers when a serving's current rollout began, for the duration metric.
 	rolloutStart sync.Map // types.NamespacedName -> time.Time
+	// StatusDetailInterval is how often at most a status is written for a change of detail alone
+	// (StatusDetailOnly); DefaultStatusDetailInterval when 0.
+	StatusDetailInterval time.Duration
+	// statusWritten remembers when this process last wrote each serving's status.
+	statusWritten sync.Map // types.NamespacedName -> time.Time
 }
 
 // observed is everything one pass reads.
@@ -134,6 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.NamespacedName)
 			r.forgetChildren(req.NamespacedName)
+			r.statusWritten.Delete(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -170,7 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	// The status is written on every pass, whatever act did: an error becomes a condition.
-	sum, reportErr := r.report(ctx, obs, in, actErr)
+	sum, detailWait, reportErr := r.report(ctx, obs, in, actErr)
 	var specErr *specError
 	switch {
 	case in.specErr != nil || errors.As(actErr, &specErr):
@@ -192,7 +198,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// server again soon whether the name is free (one GET per conflicting serving).
 		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 	}
-	return ctrl.Result{RequeueAfter: requeueAfter(sum, r.Clock.Now())}, nil
+	next := requeueAfter(sum, r.Clock.Now())
+	if detailWait > 0 && (next == 0 || detailWait < next) {
+		next = detailWait // the status detail this pass did not write yet
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
 }
 
 // specError is a terminal error: the spec cannot be turned into children.
@@ -596,7 +606,9 @@ func (r *Reconciler) apply(ctx context.Context, ac runtime.ApplyConfiguration, k
 
 // report writes the status once, from the shared summary, on every pass. observedGeneration
 // moves only when the pass succeeded; a refused or failed write becomes the Degraded condition.
-func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actErr error) (status.Summary, error) {
+// A change of detail alone is written at most once per StatusDetailInterval: report then returns
+// how long until it may be written.
+func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actErr error) (status.Summary, time.Duration, error) {
 	ms := obs.serving
 	now := r.Clock.Now()
 	problems := obs.conflicts
@@ -627,19 +639,24 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 		next.Plan = nil
 	}
 	if equality.Semantic.DeepEqual(ms.Status, next) {
-		return sum, nil
+		return sum, 0, nil
+	}
+	key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
+	if wait := r.statusDetailWait(key, ms.Status, next, now); wait > 0 {
+		return sum, wait, nil
 	}
 	r.Failpoints.Hit("before-status", client.ObjectKeyFromObject(ms).String())
 	// The patch is computed from the status alone: marshalling the whole serving twice (its spec
 	// and template too) for a diff of its status was a third of a pass's CPU.
-	key := metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}
-	base := &v1.ModelServing{ObjectMeta: key, Status: ms.Status}
-	written := &v1.ModelServing{ObjectMeta: key, Status: next}
+	om := metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}
+	base := &v1.ModelServing{ObjectMeta: om, Status: ms.Status}
+	written := &v1.ModelServing{ObjectMeta: om, Status: next}
 	if err := r.Client.Status().Patch(ctx, written, client.MergeFrom(base)); err != nil {
-		return sum, fmt.Errorf("write status: %w", err)
+		return sum, 0, fmt.Errorf("write status: %w", err)
 	}
+	r.statusWritten.Store(key, now)
 	ms.Status = next
-	return sum, nil
+	return sum, 0, nil
 }
 
 // actProblem is the Degraded condition of a write that failed: LeaderWorkerSetMissing when the
