@@ -86,6 +86,8 @@ type side struct {
 	ready func(ctx context.Context, ns, name string) (bool, error)
 	// watchReady delivers the names of the namespace's top objects as they first report Ready.
 	watchReady func(ctx context.Context, ns string) (<-chan string, error)
+	// metrics reads the controller's Prometheus metrics (nil when it cannot).
+	metrics func(ctx context.Context) map[string]float64
 }
 
 // results of one side.
@@ -104,6 +106,8 @@ type results struct {
 	// request by verb, and the mean wait in API priority and fairness by priority level.
 	apiWait      map[string]time.Duration
 	cpuPerObject time.Duration
+	// internals are the controller's own metrics of the burst (see internals).
+	internals map[string]float64
 	// componentCPU is the CPU time of each of the cluster's components per burst object.
 	componentCPU map[string]time.Duration
 	// rssIdle is the controller's RSS before the burst (after the recovery and rollout cases).
@@ -298,10 +302,9 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	var prom0 map[string]float64
+	prom0 := s.metrics(ctx)
 	var profiling *exec.Cmd
 	if s.name == "kubectl-llm" {
-		prom0 = scrape(operatorMetrics)
 		if cpuFile != "" {
 			profiling = exec.Command("curl", "-sf", "-o", cpuFile, "http://"+operatorPprof+"/debug/pprof/profile?seconds=30")
 			if err := profiling.Start(); err != nil {
@@ -360,8 +363,8 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		return nil, err
 	}
 	r.apiWait = apiWaits(lat0, lat1)
+	r.internals = internals(prom0, s.metrics(ctx), n)
 	if s.name == "kubectl-llm" {
-		printInternals(os.Stderr, prom0, scrape(operatorMetrics), n)
 		if profiling != nil {
 			if err := profiling.Wait(); err != nil {
 				return nil, fmt.Errorf("CPU profile: %w", err)
@@ -550,11 +553,21 @@ func servingSpec(ns, name string, replicas, size int32, image string) *v1.ModelS
 
 func lwsAlone(cluster *sim.Cluster) side {
 	s := side{name: "lws"}
+	var upstream *sim.UpstreamLWS
+	s.metrics = func(ctx context.Context) map[string]float64 {
+		text, err := upstream.Metrics(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "upstream metrics:", err)
+			return nil
+		}
+		return parseSeries(text)
+	}
 	s.start = func(ctx context.Context) (int, func(), error) {
 		u, err := startUpstream(ctx, cluster)
 		if err != nil {
 			return 0, nil, err
 		}
+		upstream = u
 		return u.Pid, func() { _ = u.Stop(context.Background()) }, nil
 	}
 	s.create = func(ctx context.Context, ns, name string, replicas, size int32, image string) error {
@@ -609,6 +622,7 @@ func lwsAlone(cluster *sim.Cluster) side {
 
 func kubectlLLM(cluster *sim.Cluster, bin, dir string) side {
 	s := side{name: "kubectl-llm"}
+	s.metrics = func(context.Context) map[string]float64 { return scrape(operatorMetrics) }
 	s.start = func(ctx context.Context) (int, func(), error) {
 		// The install's webhook configurations, empty until the operator fills them (removed
 		// when it stops, so that LWS alone in a later round is not refused by them).
@@ -873,28 +887,30 @@ func sumSeries(before, after map[string]float64, metric, want string) float64 {
 	return total
 }
 
-// printInternals prints what the operator's own metrics say of the burst: per controller the
-// reconciles per object, the mean wait in its queue and the mean work of one pass; the client's
-// requests per object (controller-runtime exports no client latency or rate-limiter series).
-func printInternals(w *os.File, before, after map[string]float64, n int) {
+// internals is what a controller's own metrics say of the burst: per controller ("modelserving",
+// "leaderworkerset", "pod") the reconciles per object, the mean wait in its queue and the mean
+// work of one pass (ms), and its client's requests per object. Nil when they cannot be read.
+func internals(before, after map[string]float64, n int) map[string]float64 {
 	if before == nil || after == nil {
-		fmt.Fprintln(w, "operator metrics: not readable")
-		return
+		return nil
 	}
+	out := map[string]float64{}
 	for _, c := range []string{"modelserving", "leaderworkerset", "pod"} {
 		rec := sumSeries(before, after, "controller_runtime_reconcile_total", `controller="`+c+`"`)
+		if rec == 0 {
+			continue
+		}
 		qs := sumSeries(before, after, "workqueue_queue_duration_seconds_sum", `name="`+c+`"`)
 		qc := sumSeries(before, after, "workqueue_queue_duration_seconds_count", `name="`+c+`"`)
 		ws := sumSeries(before, after, "workqueue_work_duration_seconds_sum", `name="`+c+`"`)
 		wc := sumSeries(before, after, "workqueue_work_duration_seconds_count", `name="`+c+`"`)
-		fmt.Fprintf(w, "operator %s: %.1f reconciles per object, queue wait %.0f ms mean, work %.0f ms mean\n",
-			c, rec/float64(n), 1000*qs/max(qc, 1), 1000*ws/max(wc, 1))
+		out[c+" reconciles"] = rec / float64(n)
+		out[c+" queue"] = 1000 * qs / max(qc, 1)
+		out[c+" work"] = 1000 * ws / max(wc, 1)
 	}
-	for _, m := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes"} {
-		fmt.Fprintf(w, "operator %s after the burst: %.1f MiB\n", m, after[m]/(1<<20))
-	}
-	reqs := sumSeries(before, after, "rest_client_requests_total", "")
-	fmt.Fprintf(w, "operator client: %.1f requests per object\n", reqs/float64(n))
+	out["client requests"] = sumSeries(before, after, "rest_client_requests_total", "") / float64(n)
+	out["heap"] = after["go_memstats_heap_inuse_bytes"] / (1 << 20)
+	return out
 }
 
 // watchTop delivers each object's name once, the first time ready(object) holds.
@@ -981,6 +997,19 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	num("controller CPU per burst object", "ms", func(r *results) float64 { return float64(r.cpuPerObject.Microseconds()) / 1000 })
 	for _, c := range components {
 		num(c+" CPU per burst object", "ms", func(r *results) float64 { return float64(r.componentCPU[c].Microseconds()) / 1000 })
+	}
+	for _, c := range []struct{ key, name, unit string }{
+		{"modelserving reconciles", "ModelServing passes per burst object", ""},
+		{"modelserving queue", "ModelServing queue wait, mean", "ms"},
+		{"modelserving work", "ModelServing pass, mean", "ms"},
+		{"leaderworkerset reconciles", "LeaderWorkerSet passes per burst object", ""},
+		{"leaderworkerset queue", "LeaderWorkerSet queue wait, mean", "ms"},
+		{"leaderworkerset work", "LeaderWorkerSet pass, mean", "ms"},
+		{"pod reconciles", "LWS pod controller passes per burst object", ""},
+		{"client requests", "controller's requests per burst object (its client)", ""},
+		{"heap", "controller heap in use after the burst", "MiB"},
+	} {
+		num(c.name, c.unit, func(r *results) float64 { return r.internals[c.key] })
 	}
 	num("controller RSS before the burst", "MiB", func(r *results) float64 { return r.rssIdle })
 	num("controller RSS after the burst", "MiB", func(r *results) float64 { return r.rss })
@@ -1161,7 +1190,8 @@ func merge(rs []*results) *results {
 	if len(rs) == 1 {
 		return rs[0]
 	}
-	m := &results{requests: map[string]float64{}, apiWait: map[string]time.Duration{}, componentCPU: map[string]time.Duration{}}
+	m := &results{requests: map[string]float64{}, apiWait: map[string]time.Duration{}, componentCPU: map[string]time.Duration{},
+		internals: map[string]float64{}}
 	var cpu []time.Duration
 	var idle, after, un0, un1 []float64
 	for _, r := range rs {
@@ -1178,6 +1208,9 @@ func merge(rs []*results) *results {
 		}
 		for k, v := range r.apiWait {
 			m.apiWait[k] += v / time.Duration(len(rs))
+		}
+		for k, v := range r.internals {
+			m.internals[k] += v / float64(len(rs))
 		}
 		cpu = append(cpu, r.cpuPerObject)
 		idle, after = append(idle, r.rssIdle), append(after, r.rss)

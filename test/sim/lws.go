@@ -25,9 +25,12 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -47,10 +50,11 @@ type UpstreamLWS struct {
 	// Kubeconfig is the manager's kubeconfig: it acts as UpstreamLWSServiceAccount.
 	Kubeconfig string
 
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	c        *Cluster
-	webhooks []client.Object
+	metricsPort int
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	c           *Cluster
+	webhooks    []client.Object
 }
 
 // Names of the webhook configurations StartUpstreamLWS applies.
@@ -93,6 +97,10 @@ func (c *Cluster) StartUpstreamLWS(ctx context.Context, webhookPort, probePort i
 	if err != nil {
 		return nil, err
 	}
+	metricsPort, err := testenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
 	caPEM, err := writeServingCert(certDir)
 	if err != nil {
 		return nil, err
@@ -127,13 +135,13 @@ webhook:
   port: %d
   certDir: %s
 metrics:
-  bindAddress: "0"
+  bindAddress: 127.0.0.1:%d
 health:
   healthProbeBindAddress: 127.0.0.1:%d
 clientConnection:
   qps: 500
   burst: 500
-`, webhookPort, certDir, probePort)
+`, webhookPort, certDir, metricsPort, probePort)
 	configPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		return nil, err
@@ -151,7 +159,7 @@ clientConnection:
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	u := &UpstreamLWS{Pid: cmd.Process.Pid, Log: logPath, Kubeconfig: kubeconfig, cmd: cmd, exited: make(chan struct{}), c: c, webhooks: hooks}
+	u := &UpstreamLWS{Pid: cmd.Process.Pid, Log: logPath, Kubeconfig: kubeconfig, metricsPort: metricsPort, cmd: cmd, exited: make(chan struct{}), c: c, webhooks: hooks}
 	go func() { _ = cmd.Wait(); close(u.exited) }()
 	if err := u.waitReady(ctx, probePort); err != nil {
 		_ = u.Stop(context.Background())
@@ -275,6 +283,40 @@ func writeServingCert(dir string) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
 }
 
+// Metrics reads the manager's Prometheus metrics (served over TLS on 127.0.0.1, behind
+// authentication and authorization) with a token of its own ServiceAccount.
+func (u *UpstreamLWS) Metrics(ctx context.Context) (string, error) {
+	cs, err := kubernetes.NewForConfig(u.c.Config)
+	if err != nil {
+		return "", err
+	}
+	ns, name, _ := strings.Cut(strings.TrimPrefix(UpstreamLWSServiceAccount, "system:serviceaccount:"), ":")
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("a token for %s: %w", UpstreamLWSServiceAccount, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", u.metricsPort), nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
+	// Its metrics certificate is one it made for itself, on loopback.
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("the upstream manager's metrics: %s: %s", resp.Status, body)
+	}
+	return string(body), nil
+}
+
 // UpstreamLWSServiceAccount is the identity the upstream manager runs as, as its own install
 // makes it (config/default's namespace prefix and config/rbac's ServiceAccount): bound by its
 // own ClusterRole, never the cluster's admin, as the operator runs as its own.
@@ -288,11 +330,34 @@ func (c *Cluster) upstreamLWSIdentity(ctx context.Context, cl client.Client, mod
 	if err != nil {
 		return "", err
 	}
+	// Its metrics are served behind authentication and authorization (config/rbac's proxy-role,
+	// for the reviews that takes, and metrics-reader): the manager may review tokens and read its
+	// own metrics, with its own token (Metrics).
+	for _, f := range []string{"auth_proxy_role.yaml", "auth_proxy_client_clusterrole.yaml"} {
+		more, err := decodeFile(filepath.Join(moddir, "config", "rbac", f))
+		if err != nil {
+			return "", err
+		}
+		for _, o := range more {
+			rules, _, _ := unstructured.NestedSlice(o.(*unstructured.Unstructured).Object, "rules")
+			mine, _, _ := unstructured.NestedSlice(objs[0].(*unstructured.Unstructured).Object, "rules")
+			if err := unstructured.SetNestedSlice(objs[0].(*unstructured.Unstructured).Object, append(mine, rules...), "rules"); err != nil {
+				return "", err
+			}
+		}
+	}
 	const role = "lws-upstream-manager"
 	for _, o := range objs {
 		o.SetName(role)
 	}
 	ns, name, _ := strings.Cut(strings.TrimPrefix(UpstreamLWSServiceAccount, "system:serviceaccount:"), ":")
+	account := []client.Object{
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}},
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": name, "namespace": ns}}},
+	}
+	if err := applyAll(ctx, cl, account); err != nil {
+		return "", err
+	}
 	binding := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
 		"metadata": map[string]any{"name": role},
