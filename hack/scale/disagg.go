@@ -182,6 +182,11 @@ type disaggResult struct {
 	skew     float64
 	minReady map[string]int
 	events   int
+	// paired is when the new image first had a ready group of every role (a router can send it
+	// a request); maxPods the most live pods at once (the GPUs the rollout really takes);
+	// created the pods the rollout created.
+	paired           time.Duration
+	maxPods, created int
 }
 
 // podBook follows the topology's pods from a watch and says, per role, how many groups are
@@ -227,14 +232,20 @@ func (b *podBook) groups(image string) (ready, readyNew map[string]int) {
 	return ready, readyNew
 }
 
-// done says whether every desired group of every role is ready on image, and no other pod lives.
-func (b *podBook) done(image string) bool {
-	live := 0
+// live is the number of pods not being deleted.
+func (b *podBook) live() int {
+	n := 0
 	for _, p := range b.pods {
 		if p.DeletionTimestamp == nil {
-			live++
+			n++
 		}
 	}
+	return n
+}
+
+// done says whether every desired group of every role is ready on image, and no other pod lives.
+func (b *podBook) done(image string) bool {
+	live := b.live()
 	want := 0
 	_, readyNew := b.groups(image)
 	for _, r := range disaggRoles {
@@ -283,10 +294,17 @@ func rolloutDisagg(ctx context.Context, s disaggSide, ns, image string) (*disagg
 			if ev.Type == watch.Deleted {
 				delete(b.pods, p.Name)
 			} else {
+				if ev.Type == watch.Added && p.CreationTimestamp.Time.After(start.Add(-time.Second)) {
+					res.created++
+				}
 				b.pods[p.Name] = p
 			}
 			res.events++
+			res.maxPods = max(res.maxPods, b.live())
 			ready, readyNew := b.groups(image)
+			if res.paired == 0 && readyNew[string(v1.RolePrefill)] > 0 && readyNew[string(v1.RoleDecode)] > 0 {
+				res.paired = time.Since(start)
+			}
 			fp := float64(readyNew[string(v1.RolePrefill)]) / float64(disaggRoles[0].replicas)
 			fd := float64(readyNew[string(v1.RoleDecode)]) / float64(disaggRoles[1].replicas)
 			res.skew = max(res.skew, fp-fd, fd-fp)
@@ -357,6 +375,16 @@ func runDisagg(ctx context.Context, cluster *sim.Cluster, bin, dir string, reps 
 	ma, a := spread(took(ds))
 	mb, b := spread(took(llm))
 	fmt.Fprintf(out, "| new image → every pod new and Ready | %s | %s | %.2f× |\n", a, b, float64(mb)/float64(ma))
+	pairedOf := func(rs []*disaggResult) []time.Duration {
+		var d []time.Duration
+		for _, r := range rs {
+			d = append(d, r.paired)
+		}
+		return d
+	}
+	ma, a = spread(pairedOf(ds))
+	mb, b = spread(pairedOf(llm))
+	fmt.Fprintf(out, "| new image → a ready new group of every role (a router may send it traffic) | %s | %s | %.2f× |\n", a, b, float64(mb)/float64(ma))
 	worst := func(rs []*disaggResult, f func(*disaggResult) float64, better func(a, b float64) bool) float64 {
 		w := f(rs[0])
 		for _, r := range rs[1:] {
@@ -371,6 +399,11 @@ func runDisagg(ctx context.Context, cluster *sim.Cluster, bin, dir string, reps 
 	skew := func(r *disaggResult) float64 { return r.skew }
 	fmt.Fprintf(out, "| largest gap between the roles' fractions of new ready groups, at any pod event | %.2f | %.2f | — |\n",
 		worst(ds, skew, larger), worst(llm, skew, larger))
+	pods := func(r *disaggResult) float64 { return float64(r.maxPods) }
+	created := func(r *disaggResult) float64 { return float64(r.created) }
+	fmt.Fprintf(out, "| most pods at once (of %d desired), worst rollout | %.0f | %.0f | — |\n", disaggGroupSize*(disaggRoles[0].replicas+disaggRoles[1].replicas),
+		worst(ds, pods, larger), worst(llm, pods, larger))
+	fmt.Fprintf(out, "| pods created per rollout, most | %.0f | %.0f | — |\n", worst(ds, created, larger), worst(llm, created, larger))
 	for _, r := range disaggRoles {
 		role := string(r.name)
 		f := func(x *disaggResult) float64 { return float64(x.minReady[role]) }

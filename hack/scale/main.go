@@ -173,14 +173,20 @@ var (
 	kube            *kubernetes.Clientset
 )
 
-func run(n, reps, nodes int, only string) error {
+func run(n, reps, nodes int, only string) (err error) {
 	ctx := context.Background()
 	root := testenv.RepoRoot()
 	dir, err := os.MkdirTemp("", "kubectl-llm-scale-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "scale: the logs are kept in %s\n", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	}()
 	bin := filepath.Join(dir, "kubectl-llm")
 	llmBin = bin
 	// As the release builds it (.goreleaser.yaml), and as hack/build-lws-manager.sh builds the
@@ -261,13 +267,13 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		for i := 0; i < reps; i++ {
 			d, err := recovery(ctx, s, ns, "rec")
 			if err != nil {
-				return err
+				return fmt.Errorf("recovery %d: %w", i+1, err)
 			}
 			*rec = append(*rec, d)
 			image++
 			d, err = rollout(ctx, s, ns, "roll", fmt.Sprintf("engine:v%d", image))
 			if err != nil {
-				return err
+				return fmt.Errorf("rollout %d: %w", i+1, err)
 			}
 			*roll = append(*roll, d)
 		}
