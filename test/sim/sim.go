@@ -275,37 +275,51 @@ func (c component) start(logsDir string) error {
 // kube-scheduler give up when they cannot renew their leases) is started again, as a kubelet
 // restarts a static pod.
 func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) error {
+	return c.restart(ctx, "kube-apiserver", down)
+}
+
+// RestartEtcd does the same with etcd: the API server stays up but answers nothing that needs
+// storage (its /readyz fails) while etcd is down; it returns once /readyz answers again, with
+// every component that gave up meanwhile started again.
+func (c *Cluster) RestartEtcd(ctx context.Context, down time.Duration) error {
+	return c.restart(ctx, "etcd", down)
+}
+
+// restart stops the component whose binary is called name, keeps it down for down and starts it
+// again (see RestartAPIServer).
+func (c *Cluster) restart(ctx context.Context, name string, down time.Duration) error {
 	pids, err := filepath.Glob(filepath.Join(c.Dir, "kwok", "clusters", c.Name, "pids", "*.pid"))
 	if err != nil {
 		return err
 	}
-	var apiserver component
+	var target component
 	var others []component
 	for _, f := range pids {
 		comp, err := readComponent(f)
 		if err != nil {
 			return err
 		}
-		if strings.HasSuffix(comp.argv[0], "kube-apiserver") {
-			apiserver = comp
+		if filepath.Base(comp.argv[0]) == name {
+			target = comp
 		} else {
 			others = append(others, comp)
 		}
 	}
-	if apiserver.pid == 0 {
-		return fmt.Errorf("no kube-apiserver among %v", pids)
+	if target.pid == 0 {
+		return fmt.Errorf("no %s among %v", name, pids)
 	}
-	p, err := os.FindProcess(apiserver.pid)
+	p, err := os.FindProcess(target.pid)
 	if err != nil {
 		return err
 	}
 	_ = p.Signal(syscall.SIGTERM)
-	if !waitGone(apiserver.pid, 10*time.Second) {
+	if !waitGone(target.pid, 10*time.Second) {
 		_ = p.Signal(syscall.SIGKILL)
-		waitGone(apiserver.pid, 5*time.Second)
+		waitGone(target.pid, 5*time.Second)
 	}
+	stopped := time.Now()
 	time.Sleep(down)
-	if err := apiserver.start(c.LogsDir()); err != nil {
+	if err := target.start(c.LogsDir()); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(c.Config)
@@ -316,13 +330,14 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) erro
 	deadline := time.Now().Add(60 * time.Second)
 	for rc.Get().AbsPath("/readyz").Do(ctx).Error() != nil {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-apiserver not ready 60s after its restart")
+			return fmt.Errorf("kube-apiserver not ready 60s after the restart of %s", name)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// A component that could not renew its lease exits within its renew deadline (10 s).
-	until := time.Now().Add(12 * time.Second)
-	for time.Now().Before(until) {
+	// A component that could not renew its lease exits within its renew deadline (10 s) of its
+	// last renewal, made before the component stopped at the latest.
+	until := stopped.Add(12 * time.Second)
+	for {
 		for i := range others {
 			if others[i].pid != 0 && gone(others[i].pid) {
 				if err := others[i].start(c.LogsDir()); err != nil {
@@ -331,9 +346,11 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) erro
 				others[i].pid = 0
 			}
 		}
+		if time.Now().After(until) {
+			return nil
+		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	return nil
 }
 
 // waitGone waits until pid has exited.
