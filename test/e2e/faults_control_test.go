@@ -108,34 +108,7 @@ func TestFaultsControlPlane(t *testing.T) {
 		ns := namespace(t)
 		faultCase(t, ns, newServing(ns, "le", 2, 2, 1))
 		copies := watchForCopies(t, ns, "le")
-		op.kill()
-		dir := filepath.Dir(op.logPath)
-		a := &operatorProcess{logPath: filepath.Join(dir, "operator-a.log"), args: []string{"--leader-elect=true"}}
-		b := &operatorProcess{logPath: filepath.Join(dir, "operator-b.log"), args: []string{"--leader-elect=true"}}
-		defer func() {
-			a.stop()
-			b.stop()
-			leaderProcess.Lock()
-			leaderProcess.p = nil
-			leaderProcess.Unlock()
-			restartOperator(t)
-		}()
-		for _, p := range []*operatorProcess{a, b} {
-			if err := p.start(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// The leader is the one the webhook configurations call (only the leader writes them).
-		var lead, other *operatorProcess
-		testenv.Eventually(t, 60*time.Second, "a leader", func() (bool, error) {
-			switch webhookPort() {
-			case a.port:
-				lead, other = a, b
-			case b.port:
-				lead, other = b, a
-			}
-			return lead != nil, nil
-		})
+		lead, other := twoReplicas(t, "operator-a.log", "operator-b.log", []string{"--leader-elect=true"})
 		lws := &lwsv1.LeaderWorkerSet{}
 		if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "le"}, lws); err != nil {
 			t.Fatal(err)
@@ -144,16 +117,7 @@ func TestFaultsControlPlane(t *testing.T) {
 		fault(t, "SIGKILL the leading replica (its Lease is not released)")
 		killed := time.Now()
 		lead.kill()
-		took := testenv.Eventually(t, 60*time.Second, "the other replica to take over", func() (bool, error) {
-			return webhookPort() == other.port, nil
-		})
-		t.Logf("the second replica took over %s after the leader was killed (lease duration 15 s)", took.Round(100*time.Millisecond))
-		if took > 30*time.Second {
-			violation(t, "takeover took %s, more than twice the 15 s lease", took)
-		}
-		leaderProcess.Lock()
-		leaderProcess.p = other
-		leaderProcess.Unlock()
+		waitTakeover(t, other, 15*time.Second, "the leader was killed")
 		// The killed replica comes back as a follower; the Lease is then deleted by hand.
 		if err := lead.start(); err != nil {
 			t.Fatal(err)
@@ -179,10 +143,10 @@ func TestFaultsControlPlane(t *testing.T) {
 			port := webhookPort()
 			var p *operatorProcess
 			switch port {
-			case a.port:
-				p = a
-			case b.port:
-				p = b
+			case lead.port:
+				p = lead
+			case other.port:
+				p = other
 			}
 			if p == nil || !p.running() {
 				settledPort = 0
@@ -191,9 +155,7 @@ func TestFaultsControlPlane(t *testing.T) {
 			if port != settledPort {
 				settledPort, settledSince = port, time.Now()
 			}
-			leaderProcess.Lock()
-			leaderProcess.p = p
-			leaderProcess.Unlock()
+			setLeader(p)
 			return time.Since(settledSince) >= 20*time.Second, nil
 		})
 		t.Logf("%s from the kill to a settled leader", time.Since(killed).Round(100*time.Millisecond))
@@ -284,6 +246,59 @@ func TestFaultsControlPlane(t *testing.T) {
 		}
 		checkInvariants(t, ns, "ap", 2, 2, copies, faultQuiet)
 	})
+}
+
+// twoReplicas replaces the operator by two replicas with leader election (args), logging to the
+// files named, and returns the one that leads (the one the webhook configurations call: only the
+// leader writes them) and the other. When the test ends both are stopped and the operator started
+// again.
+func twoReplicas(t *testing.T, logA, logB string, args []string) (lead, other *operatorProcess) {
+	t.Helper()
+	op.kill()
+	dir := filepath.Dir(op.logPath)
+	a := &operatorProcess{logPath: filepath.Join(dir, logA), args: args}
+	b := &operatorProcess{logPath: filepath.Join(dir, logB), args: args}
+	t.Cleanup(func() {
+		a.stop()
+		b.stop()
+		setLeader(nil)
+		restartOperator(t)
+	})
+	for _, p := range []*operatorProcess{a, b} {
+		if err := p.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 60*time.Second, "a leader", func() (bool, error) {
+		switch webhookPort() {
+		case a.port:
+			lead, other = a, b
+		case b.port:
+			lead, other = b, a
+		}
+		return lead != nil, nil
+	})
+	return lead, other
+}
+
+// waitTakeover waits until the webhook configurations call other (it leads), failing the case
+// when that takes more than twice the lease, and makes it the leader the invariants check.
+func waitTakeover(t *testing.T, other *operatorProcess, lease time.Duration, after string) {
+	t.Helper()
+	took := testenv.Eventually(t, 4*lease, "the other replica to take over", func() (bool, error) {
+		return webhookPort() == other.port, nil
+	})
+	t.Logf("the other replica took over %s after %s (lease duration %s)", took.Round(100*time.Millisecond), after, lease)
+	if took > 2*lease {
+		violation(t, "takeover took %s, more than twice the %s lease", took, lease)
+	}
+	setLeader(other)
+}
+
+func setLeader(p *operatorProcess) {
+	leaderProcess.Lock()
+	leaderProcess.p = p
+	leaderProcess.Unlock()
 }
 
 func lastLine(s string) string {
