@@ -40,7 +40,7 @@ func TestFaultsOutage(t *testing.T) {
 		{name: "two replicas: the leader SIGSTOPped longer than its lease, then resumed", run: leaderStoppedPastItsLease},
 		{name: "operator OOM-killed in a loop during a rolling update", shape: func(ms *v1.ModelServing) {
 			ms.Spec.Replicas = ptr.To[int32](4)
-			ms.Annotations[v1.AnnotationSimulatedLoadDelay] = "2s"
+			ms.Annotations[v1.AnnotationSimulatedLoadDelay] = "3s"
 		}, run: oomKilledInALoop},
 		{name: "etcd stopped longer than the operator's renew deadline mid rolling update", run: etcdStoppedPastTheRenewDeadline},
 	}
@@ -289,8 +289,8 @@ func leaderStoppedPastItsLease(t *testing.T, ns, name string) {
 	}
 }
 
-// oomKilledInALoop: a rolling update of 4 groups (2 s loading each) during which the operator is
-// SIGKILLed 5 times, at random moments 0.5 to 2.5 s apart, and started again each time as a
+// oomKilledInALoop: a rolling update of 4 groups (3 s loading each) during which the operator is
+// SIGKILLed 5 times, at random moments 0.3 to 1.5 s after it was ready again, and started again each time as a
 // Deployment restarts an OOM-killed container. The rollout completes with one copy of each group.
 func oomKilledInALoop(t *testing.T, ns, name string) {
 	copies := watchForCopies(t, ns, name)
@@ -300,9 +300,9 @@ func oomKilledInALoop(t *testing.T, ns, name string) {
 	update(t, ns, name, newImage)
 	underWay(t, ns, name, getServing(t, ns, name).Generation)
 	for i := 1; i <= 5; i++ {
-		time.Sleep(500*time.Millisecond + time.Duration(r.Int64N(int64(2*time.Second))))
+		time.Sleep(300*time.Millisecond + time.Duration(r.Int64N(int64(1200*time.Millisecond))))
 		ms := getServing(t, ns, name)
-		fault(t, fmt.Sprintf("SIGKILL the operator (%d of 5) with %d of 4 groups updated, then start it again", i, ms.Status.UpdatedReplicas))
+		fault(t, fmt.Sprintf("SIGKILL the operator (%d of 5) with %d of 4 groups updated and %d ready, then start it again", i, ms.Status.UpdatedReplicas, ms.Status.ReadyReplicas))
 		op.kill()
 		restartOperator(t)
 	}
