@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -210,7 +211,7 @@ func TestFaultsControlPlane(t *testing.T) {
 			}
 		})
 	}
-	t.Run("kube-apiserver restarted mid rolling update, rollout status watching", func(t *testing.T) {
+	t.Run("kube-apiserver restarted mid rolling update, rollout status and get -w watching", func(t *testing.T) {
 		ns := namespace(t)
 		faultCase(t, ns, newServing(ns, "ap", 2, 2, 1))
 		copies := watchForCopies(t, ns, "ap")
@@ -222,12 +223,22 @@ func TestFaultsControlPlane(t *testing.T) {
 		if err := status.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// The fault comes once rollout status has listed the serving (its first line): an API
-		// server that is away before the first list is a different case, a clear error at once.
-		testenv.Eventually(t, 30*time.Second, "rollout status's first line", func() (bool, error) {
-			return strings.Contains(out.String(), "\n"), nil
+		// kubectl llm get -w too, which prints a line for every change of the serving.
+		watch := exec.Command(binary, "--kubeconfig", cluster.Kubeconfig, "get", "-w", "-n", ns)
+		watched := &testenv.SyncBuffer{}
+		watch.Stdout, watch.Stderr = watched, watched
+		if err := watch.Start(); err != nil {
+			t.Fatal(err)
+		}
+		watchDone := make(chan error, 1)
+		go func() { watchDone <- watch.Wait() }()
+		defer func() { _ = watch.Process.Kill() }()
+		// The fault comes once both have listed the serving (their first line): an API server
+		// that is away before the first list is a different case, a clear error at once.
+		testenv.Eventually(t, 30*time.Second, "rollout status's and get -w's first lines", func() (bool, error) {
+			return strings.Contains(out.String(), "\n") && strings.Count(watched.String(), "\n") >= 2, nil // get: header and row
 		})
-		fault(t, "restart kube-apiserver (down 1 s) while groups are being replaced and rollout status watches")
+		fault(t, "restart kube-apiserver (down 1 s) while groups are being replaced and rollout status and get -w watch")
 		if err := cluster.RestartAPIServer(ctx, time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -245,6 +256,24 @@ func TestFaultsControlPlane(t *testing.T) {
 			violation(t, "kubectl llm rollout status still waiting after %s:\n%s", 3*settle, out.String())
 		}
 		checkInvariants(t, ns, "ap", 2, 2, copies, faultQuiet)
+		// A change after the restart reaches get -w, still running: a label, which the operator
+		// leaves alone, is a new version of the serving.
+		lines := strings.Count(watched.String(), "\n")
+		update(t, ns, "ap", func(ms *v1.ModelServing) {
+			if ms.Labels == nil {
+				ms.Labels = map[string]string{}
+			}
+			ms.Labels["e2e-after-restart"] = "yes"
+		})
+		select {
+		case err := <-watchDone:
+			violation(t, "kubectl llm get -w exited across the API server restart (%v):\n%s", err, watched.String())
+		case <-time.After(0):
+			testenv.Eventually(t, 30*time.Second, "get -w to print the change made after the restart", func() (bool, error) {
+				return strings.Count(watched.String(), "\n") > lines, fmt.Errorf("get -w printed:\n%s", watched.String())
+			})
+			t.Logf("get -w, after the restart and a change: %s", lastLine(watched.String()))
+		}
 	})
 }
 
