@@ -288,8 +288,13 @@ func twoReplicas(t *testing.T, logA, logB string, args []string) (lead, other *o
 	a := &operatorProcess{logPath: filepath.Join(dir, logA), args: args}
 	b := &operatorProcess{logPath: filepath.Join(dir, logB), args: args}
 	t.Cleanup(func() {
-		a.stop()
-		b.stop()
+		for _, p := range []*operatorProcess{a, b} {
+			if p.running() {
+				began := time.Now()
+				p.stop()
+				t.Logf("%s stopped (SIGTERM) in %s", filepath.Base(p.logPath), time.Since(began).Round(100*time.Millisecond))
+			}
+		}
 		setLeader(nil)
 		restartOperator(t)
 	})
