@@ -228,6 +228,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if opts.RetryPeriod > 0 {
 		mopts.RetryPeriod = &opts.RetryPeriod
 	}
+	if opts.LeaderElect {
+		if err := fenceElection(cfg, &mopts, opts); err != nil {
+			return nil, err
+		}
+	}
 	// The default for controllers that set none: the embedded LWS reconcilers, whose single
 	// upstream worker otherwise makes StatefulSets one serving at a time (the scale harness saw
 	// 14 s of queueing at 100 servings).

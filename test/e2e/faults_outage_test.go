@@ -292,7 +292,8 @@ func leaderStoppedPastItsLease(t *testing.T, ns, name string) {
 		violation(t, "the resumed replica did not step down: %v", err)
 	} else {
 		log, _ := os.ReadFile(lead.logPath)
-		t.Logf("the resumed replica exited %s after SIGCONT (status %d): %s", time.Since(resumed).Round(100*time.Millisecond), code, lastLine(string(log)))
+		t.Logf("the resumed replica exited %s after SIGCONT (status %d), %d writes refused by its fence: %s", time.Since(resumed).Round(100*time.Millisecond), code,
+			strings.Count(string(log), "not written: this operator last renewed"), lastLine(string(log)))
 	}
 	opWas := op
 	op = other
@@ -310,8 +311,9 @@ func leaderStoppedPastItsLease(t *testing.T, ns, name string) {
 }
 
 // oomKilledInALoop: a rolling update of 4 groups (3 s loading each) during which the operator is
-// SIGKILLed 5 times, at random moments 0.3 to 1.5 s after it was ready again, and started again each time as a
-// Deployment restarts an OOM-killed container. The rollout completes with one copy of each group.
+// SIGKILLed 5 times, at random moments 0.3 to 1.5 s after it was ready again, and started again
+// each time as a Deployment restarts an OOM-killed container. The rollout completes with one copy
+// of each group.
 func oomKilledInALoop(t *testing.T, ns, name string) {
 	copies := watchForCopies(t, ns, name)
 	seed := time.Now().UnixNano()
