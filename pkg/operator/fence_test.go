@@ -20,7 +20,7 @@ type fakeLock struct {
 
 func (l fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error { return l.err }
 func (l fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error { return l.err }
-func (l fakeLock) Identity() string                                              { return "me" }
+func (l fakeLock) Identity() string                                                { return "me" }
 
 // TestLeaseFence: a process that never led writes freely; a leader writes while its last renewal
 // is younger than the renew deadline, and not once it is older (frozen past its lease); a failed
