@@ -73,6 +73,9 @@ the API server must reach that address (true for the simulated cluster).`,
 	f.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "Elect a leader on a Lease so only one operator acts")
 	f.StringVar(&m.LeaderElectionID, "leader-election-id", m.LeaderElectionID, "Name of the leader election Lease")
 	f.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "Namespace of the Lease (default: the pod's namespace in-cluster, kubectl-llm-system outside, as the install's operator)")
+	f.DurationVar(&m.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long followers wait after the leader's last renewal before taking over")
+	f.DurationVar(&m.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader retries renewing its Lease before it steps down and exits")
+	f.DurationVar(&m.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the Lease")
 	f.StringVar(&m.Namespace, "watch-namespace", m.Namespace, "Only reconcile servings in this namespace (default: all)")
 	f.IntVar(&m.HistoryLimit, "revision-history-limit", m.HistoryLimit, "ControllerRevisions kept per serving")
 	f.StringVar(&m.LWS, "lws", m.LWS, "LeaderWorkerSet hosting: external (installed in the cluster), embedded (hosted here), auto (embedded when none is installed)")
@@ -185,6 +188,10 @@ func (o *OperatorOptions) Validate() error {
 	}
 	if o.Manager.HistoryLimit < 1 {
 		return fmt.Errorf("--revision-history-limit must be at least 1, not %d", o.Manager.HistoryLimit)
+	}
+	if m := o.Manager; m.RetryPeriod <= 0 || m.RenewDeadline <= m.RetryPeriod || m.LeaseDuration <= m.RenewDeadline {
+		return fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s), longer than --leader-elect-retry-period (%s), above 0",
+			m.LeaseDuration, m.RenewDeadline, m.RetryPeriod)
 	}
 	if p := o.Manager.Webhook.Port; p < 1 || p > 65535 {
 		return fmt.Errorf("--webhook-port must be between 1 and 65535, not %d", p)

@@ -59,6 +59,10 @@ const DefaultHistoryLimit = 10
 // conflictRecheck is how often a serving whose child's name is taken looks again.
 const conflictRecheck = 5 * time.Second
 
+// lwsMissingRecheck is how often a serving looks again whether LeaderWorkerSet is served, once
+// its CRD is gone (the operator may not watch CRDs; a new serving is reconciled at once anyway).
+const lwsMissingRecheck = 10 * time.Second
+
 // Reconciler reconciles one ModelServing.
 type Reconciler struct {
 	Client   client.Client
@@ -185,6 +189,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, reportErr
 		}
 		return ctrl.Result{}, reconcile.TerminalError(cmp.Or(in.specErr, actErr))
+	case lwsMissing(actErr):
+		// Not something a retry soon mends: said in the status (and logged once by the status'
+		// change), looked at again every lwsMissingRecheck rather than with backoff, which
+		// starts at milliseconds and logs every retry.
+		if reportErr != nil {
+			return ctrl.Result{}, reportErr
+		}
+		return ctrl.Result{RequeueAfter: lwsMissingRecheck}, nil
 	case actErr != nil:
 		// Retried with backoff; the status says why (observedGeneration stays where it was).
 		if reportErr != nil {
@@ -662,11 +674,24 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 // actProblem is the Degraded condition of a write that failed: LeaderWorkerSetMissing when the
 // API server does not serve LeaderWorkerSet (its CRD was removed), ApplyFailed otherwise.
 func actProblem(err error) status.Problem {
-	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) && strings.Contains(err.Error(), "leaderworkersets") {
-		return status.Problem{Reason: v1.ReasonLeaderWorkerSetMissing, Message: "the API server does not serve LeaderWorkerSet (" + err.Error() +
-			"): install LeaderWorkerSet, or run kubectl llm install --lws=embedded and let the operator host it"}
+	if lwsMissing(err) {
+		// The message does not quote the error, which changes while the CRD goes (terminating,
+		// then not found): the status is written once, not at every pass.
+		return status.Problem{Reason: v1.ReasonLeaderWorkerSetMissing, Message: "the API server does not serve LeaderWorkerSet " +
+			"(leaderworkersets.leaderworkerset.x-k8s.io): install LeaderWorkerSet, or run kubectl llm install --lws=embedded and let the operator host it"}
 	}
 	return status.Problem{Reason: v1.ReasonApplyFailed, Message: err.Error() + " (retrying; check the API server, its admission webhooks and the operator's permissions)"}
+}
+
+// lwsMissing: err says the API server does not serve LeaderWorkerSet: no such kind, no such
+// resource, or its CRD being deleted (creates refused while it terminates).
+func lwsMissing(err error) bool {
+	if err == nil {
+		return false
+	}
+	return meta.IsNoMatchError(err) ||
+		apierrors.IsNotFound(err) && strings.Contains(err.Error(), "the server could not find the requested resource") && strings.Contains(err.Error(), "leaderworkersets") ||
+		apierrors.IsForbidden(err) && strings.Contains(err.Error(), "custom resource definition is terminating") && strings.Contains(err.Error(), "leaderworkersets")
 }
 
 // NextStatus is the status a pass writes, from the summary. Conditions keep their transition
@@ -827,8 +852,8 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	}
 	for _, child := range children {
 		if err := r.live().Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
+			if apierrors.IsNotFound(err) || lwsMissing(err) {
+				continue // gone, or a LeaderWorkerSet that cannot exist (its CRD is gone)
 			}
 			return ctrl.Result{}, err
 		}
@@ -858,8 +883,8 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 func (r *Reconciler) release(ctx context.Context, ms *v1.ModelServing, children []client.Object) error {
 	for _, child := range children {
 		if err := r.live().Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
+			if apierrors.IsNotFound(err) || lwsMissing(err) {
+				continue // gone, or a LeaderWorkerSet that cannot exist (its CRD is gone)
 			}
 			return err
 		}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -108,34 +109,7 @@ func TestFaultsControlPlane(t *testing.T) {
 		ns := namespace(t)
 		faultCase(t, ns, newServing(ns, "le", 2, 2, 1))
 		copies := watchForCopies(t, ns, "le")
-		op.kill()
-		dir := filepath.Dir(op.logPath)
-		a := &operatorProcess{logPath: filepath.Join(dir, "operator-a.log"), args: []string{"--leader-elect=true"}}
-		b := &operatorProcess{logPath: filepath.Join(dir, "operator-b.log"), args: []string{"--leader-elect=true"}}
-		defer func() {
-			a.stop()
-			b.stop()
-			leaderProcess.Lock()
-			leaderProcess.p = nil
-			leaderProcess.Unlock()
-			restartOperator(t)
-		}()
-		for _, p := range []*operatorProcess{a, b} {
-			if err := p.start(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// The leader is the one the webhook configurations call (only the leader writes them).
-		var lead, other *operatorProcess
-		testenv.Eventually(t, 60*time.Second, "a leader", func() (bool, error) {
-			switch webhookPort() {
-			case a.port:
-				lead, other = a, b
-			case b.port:
-				lead, other = b, a
-			}
-			return lead != nil, nil
-		})
+		lead, other := twoReplicas(t, "operator-a.log", "operator-b.log", []string{"--leader-elect=true"})
 		lws := &lwsv1.LeaderWorkerSet{}
 		if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "le"}, lws); err != nil {
 			t.Fatal(err)
@@ -144,16 +118,7 @@ func TestFaultsControlPlane(t *testing.T) {
 		fault(t, "SIGKILL the leading replica (its Lease is not released)")
 		killed := time.Now()
 		lead.kill()
-		took := testenv.Eventually(t, 60*time.Second, "the other replica to take over", func() (bool, error) {
-			return webhookPort() == other.port, nil
-		})
-		t.Logf("the second replica took over %s after the leader was killed (lease duration 15 s)", took.Round(100*time.Millisecond))
-		if took > 30*time.Second {
-			violation(t, "takeover took %s, more than twice the 15 s lease", took)
-		}
-		leaderProcess.Lock()
-		leaderProcess.p = other
-		leaderProcess.Unlock()
+		waitTakeover(t, other, 15*time.Second, "the leader was killed")
 		// The killed replica comes back as a follower; the Lease is then deleted by hand.
 		if err := lead.start(); err != nil {
 			t.Fatal(err)
@@ -179,10 +144,10 @@ func TestFaultsControlPlane(t *testing.T) {
 			port := webhookPort()
 			var p *operatorProcess
 			switch port {
-			case a.port:
-				p = a
-			case b.port:
-				p = b
+			case lead.port:
+				p = lead
+			case other.port:
+				p = other
 			}
 			if p == nil || !p.running() {
 				settledPort = 0
@@ -191,9 +156,7 @@ func TestFaultsControlPlane(t *testing.T) {
 			if port != settledPort {
 				settledPort, settledSince = port, time.Now()
 			}
-			leaderProcess.Lock()
-			leaderProcess.p = p
-			leaderProcess.Unlock()
+			setLeader(p)
 			return time.Since(settledSince) >= 20*time.Second, nil
 		})
 		t.Logf("%s from the kill to a settled leader", time.Since(killed).Round(100*time.Millisecond))
@@ -248,7 +211,7 @@ func TestFaultsControlPlane(t *testing.T) {
 			}
 		})
 	}
-	t.Run("kube-apiserver restarted mid rolling update, rollout status watching", func(t *testing.T) {
+	t.Run("kube-apiserver restarted mid rolling update, rollout status and get -w watching", func(t *testing.T) {
 		ns := namespace(t)
 		faultCase(t, ns, newServing(ns, "ap", 2, 2, 1))
 		copies := watchForCopies(t, ns, "ap")
@@ -260,12 +223,22 @@ func TestFaultsControlPlane(t *testing.T) {
 		if err := status.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// The fault comes once rollout status has listed the serving (its first line): an API
-		// server that is away before the first list is a different case, a clear error at once.
-		testenv.Eventually(t, 30*time.Second, "rollout status's first line", func() (bool, error) {
-			return strings.Contains(out.String(), "\n"), nil
+		// kubectl llm get -w too, which prints a line for every change of the serving.
+		watch := exec.Command(binary, "--kubeconfig", cluster.Kubeconfig, "get", "-w", "-n", ns)
+		watched := &testenv.SyncBuffer{}
+		watch.Stdout, watch.Stderr = watched, watched
+		if err := watch.Start(); err != nil {
+			t.Fatal(err)
+		}
+		watchDone := make(chan error, 1)
+		go func() { watchDone <- watch.Wait() }()
+		defer func() { _ = watch.Process.Kill() }()
+		// The fault comes once both have listed the serving (their first line): an API server
+		// that is away before the first list is a different case, a clear error at once.
+		testenv.Eventually(t, 30*time.Second, "rollout status's and get -w's first lines", func() (bool, error) {
+			return strings.Contains(out.String(), "\n") && strings.Count(watched.String(), "\n") >= 2, nil // get: header and row
 		})
-		fault(t, "restart kube-apiserver (down 1 s) while groups are being replaced and rollout status watches")
+		fault(t, "restart kube-apiserver (down 1 s) while groups are being replaced and rollout status and get -w watch")
 		if err := cluster.RestartAPIServer(ctx, time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +256,83 @@ func TestFaultsControlPlane(t *testing.T) {
 			violation(t, "kubectl llm rollout status still waiting after %s:\n%s", 3*settle, out.String())
 		}
 		checkInvariants(t, ns, "ap", 2, 2, copies, faultQuiet)
+		// A change after the restart reaches get -w, still running: a label, which the operator
+		// leaves alone, is a new version of the serving.
+		lines := strings.Count(watched.String(), "\n")
+		update(t, ns, "ap", func(ms *v1.ModelServing) {
+			if ms.Labels == nil {
+				ms.Labels = map[string]string{}
+			}
+			ms.Labels["e2e-after-restart"] = "yes"
+		})
+		select {
+		case err := <-watchDone:
+			violation(t, "kubectl llm get -w exited across the API server restart (%v):\n%s", err, watched.String())
+		case <-time.After(0):
+			testenv.Eventually(t, 30*time.Second, "get -w to print the change made after the restart", func() (bool, error) {
+				return strings.Count(watched.String(), "\n") > lines, fmt.Errorf("get -w printed:\n%s", watched.String())
+			})
+			t.Logf("get -w, after the restart and a change: %s", lastLine(watched.String()))
+		}
 	})
+}
+
+// twoReplicas replaces the operator by two replicas with leader election (args), logging to the
+// files named, and returns the one that leads (the one the webhook configurations call: only the
+// leader writes them) and the other. When the test ends both are stopped and the operator started
+// again.
+func twoReplicas(t *testing.T, logA, logB string, args []string) (lead, other *operatorProcess) {
+	t.Helper()
+	op.kill()
+	dir := filepath.Dir(op.logPath)
+	a := &operatorProcess{logPath: filepath.Join(dir, logA), args: args}
+	b := &operatorProcess{logPath: filepath.Join(dir, logB), args: args}
+	t.Cleanup(func() {
+		for _, p := range []*operatorProcess{a, b} {
+			if p.running() {
+				began := time.Now()
+				p.stop()
+				t.Logf("%s stopped (SIGTERM) in %s", filepath.Base(p.logPath), time.Since(began).Round(100*time.Millisecond))
+			}
+		}
+		setLeader(nil)
+		restartOperator(t)
+	})
+	for _, p := range []*operatorProcess{a, b} {
+		if err := p.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 60*time.Second, "a leader", func() (bool, error) {
+		switch webhookPort() {
+		case a.port:
+			lead, other = a, b
+		case b.port:
+			lead, other = b, a
+		}
+		return lead != nil, nil
+	})
+	return lead, other
+}
+
+// waitTakeover waits until the webhook configurations call other (it leads), failing the case
+// when that takes more than twice the lease, and makes it the leader the invariants check.
+func waitTakeover(t *testing.T, other *operatorProcess, lease time.Duration, after string) {
+	t.Helper()
+	took := testenv.Eventually(t, 4*lease, "the other replica to take over", func() (bool, error) {
+		return webhookPort() == other.port, nil
+	})
+	t.Logf("the other replica took over %s after %s (lease duration %s)", took.Round(100*time.Millisecond), after, lease)
+	if took > 2*lease {
+		violation(t, "takeover took %s, more than twice the %s lease", took, lease)
+	}
+	setLeader(other)
+}
+
+func setLeader(p *operatorProcess) {
+	leaderProcess.Lock()
+	leaderProcess.p = p
+	leaderProcess.Unlock()
 }
 
 func lastLine(s string) string {

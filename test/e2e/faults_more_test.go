@@ -64,8 +64,20 @@ func TestFaultsMore(t *testing.T) {
 		{name: "two operator instances without leader election", run: twoInstancesWithoutElection},
 		{name: "API priority and fairness throttling the operator (429s)", fresh: true, run: throttledBy429s},
 	}
-	// The sequential cases' servings are made now, all at once, and get Ready while the side by
-	// side cases run.
+	starts := servingsAhead(t, "s", seq)
+	t.Run("side by side", func(t *testing.T) {
+		runConcurrently(t, "m", []childCase{
+			{name: "a pod not ours carrying our labels (forged)", inject: forgedPodLabels},
+			{name: "a poison ModelServing in another namespace", inject: poisonElsewhere},
+		})
+	})
+	inTurn(t, "s", seq, starts)
+}
+
+// servingsAhead makes the servings of cases run one at a time now, all at once (they get Ready
+// while something else runs), each in its own namespace, and returns the namespaces.
+func servingsAhead(t *testing.T, prefix string, seq []seqCase) []string {
+	t.Helper()
 	starts := make([]string, len(seq))
 	for i, c := range seq {
 		ns := namespace(t)
@@ -73,7 +85,7 @@ func TestFaultsMore(t *testing.T) {
 		if c.fresh {
 			continue
 		}
-		ms := newServing(ns, seqName(i), 2, 2, 1)
+		ms := newServing(ns, seqName(prefix, i), 2, 2, 1)
 		if c.shape != nil {
 			c.shape(ms)
 		}
@@ -81,15 +93,14 @@ func TestFaultsMore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Run("side by side", func(t *testing.T) {
-		runConcurrently(t, "m", []childCase{
-			{name: "a pod not ours carrying our labels (forged)", inject: forgedPodLabels},
-			{name: "a poison ModelServing in another namespace", inject: poisonElsewhere},
-		})
-	})
+	return starts
+}
+
+// inTurn runs the cases one at a time, each from its serving made ahead (Ready first).
+func inTurn(t *testing.T, prefix string, seq []seqCase, starts []string) {
 	for i, c := range seq {
 		t.Run(c.name, func(t *testing.T) {
-			ns, name := starts[i], seqName(i)
+			ns, name := starts[i], seqName(prefix, i)
 			countCase(t)
 			if !c.fresh {
 				waitReady(t, ns, name, settle)
@@ -99,7 +110,7 @@ func TestFaultsMore(t *testing.T) {
 	}
 }
 
-func seqName(i int) string { return "s" + string(rune('a'+i)) }
+func seqName(prefix string, i int) string { return prefix + string(rune('a'+i)) }
 
 // forgedPodLabels: a pod nobody's controller made, carrying every label of the serving's group 0
 // leader (but LWS's own set-name label, which would hand it to the LWS controllers) and Ready.

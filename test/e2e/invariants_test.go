@@ -340,19 +340,29 @@ func operatorHealthy() error {
 			return fmt.Errorf("the operator log has a panic: %.200s", string(log)[i:])
 		}
 	}
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/status")
+	rss, err := rssOf(cmd.Process.Pid)
 	if err != nil {
 		return fmt.Errorf("the operator process: %w", err)
 	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.Atoi(strings.Fields(rest)[0])
-			if kb*1024 > operatorRSSLimit {
-				return fmt.Errorf("operator RSS %d MiB over its %d MiB limit", kb/1024, operatorRSSLimit>>20)
-			}
-		}
+	if rss > operatorRSSLimit {
+		return fmt.Errorf("operator RSS %d MiB over its %d MiB limit", rss>>20, operatorRSSLimit>>20)
 	}
 	return nil
+}
+
+// rssOf is the resident memory of a process, in bytes.
+func rssOf(pid int) (int64, error) {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
 
 // fault records an injected fault for the summary line.

@@ -75,6 +75,12 @@ type Cluster struct {
 	watchdog *os.Process
 	stopOnce sync.Once
 	stopErr  error
+	// mu guards down, set once Stop began: what a restart still watches is not started again.
+	mu   sync.Mutex
+	down bool
+	// gone is the background restart of components that gave up, of the last restart: the next
+	// waits for it (it would take the component stopped next for one to start again).
+	gone sync.WaitGroup
 }
 
 var seq atomic.Int64
@@ -148,6 +154,9 @@ func StartWith(ctx context.Context, opts Options) (*Cluster, error) {
 // returns. It is safe to call more than once.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
+		c.mu.Lock()
+		c.down = true
+		c.mu.Unlock()
 		if c.watchdog != nil {
 			_ = c.watchdog.Kill()
 			_, _ = c.watchdog.Wait()
@@ -271,41 +280,56 @@ func (c component) start(logsDir string) error {
 
 // RestartAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after 10 s), keeps it down for
 // down, and starts it again with the same command line, environment and working directory; it
-// returns once /readyz answers. A component that exited meanwhile (kube-controller-manager and
-// kube-scheduler give up when they cannot renew their leases) is started again, as a kubelet
-// restarts a static pod.
+// returns once /readyz answers. A component that exits meanwhile or in the next seconds
+// (kube-controller-manager and kube-scheduler give up when they cannot renew their leases) is
+// started again in the background, as a kubelet restarts a static pod.
 func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) error {
+	return c.restart(ctx, "kube-apiserver", down)
+}
+
+// RestartEtcd does the same with etcd: the API server stays up but answers nothing that needs
+// storage (its /readyz fails) while etcd is down; it returns once /readyz answers again, and
+// starts again in the background every component that gives up.
+func (c *Cluster) RestartEtcd(ctx context.Context, down time.Duration) error {
+	return c.restart(ctx, "etcd", down)
+}
+
+// restart stops the component whose binary is called name, keeps it down for down and starts it
+// again (see RestartAPIServer).
+func (c *Cluster) restart(ctx context.Context, name string, down time.Duration) error {
+	c.gone.Wait()
 	pids, err := filepath.Glob(filepath.Join(c.Dir, "kwok", "clusters", c.Name, "pids", "*.pid"))
 	if err != nil {
 		return err
 	}
-	var apiserver component
+	var target component
 	var others []component
 	for _, f := range pids {
 		comp, err := readComponent(f)
 		if err != nil {
 			return err
 		}
-		if strings.HasSuffix(comp.argv[0], "kube-apiserver") {
-			apiserver = comp
+		if filepath.Base(comp.argv[0]) == name {
+			target = comp
 		} else {
 			others = append(others, comp)
 		}
 	}
-	if apiserver.pid == 0 {
-		return fmt.Errorf("no kube-apiserver among %v", pids)
+	if target.pid == 0 {
+		return fmt.Errorf("no %s among %v", name, pids)
 	}
-	p, err := os.FindProcess(apiserver.pid)
+	p, err := os.FindProcess(target.pid)
 	if err != nil {
 		return err
 	}
 	_ = p.Signal(syscall.SIGTERM)
-	if !waitGone(apiserver.pid, 10*time.Second) {
+	if !waitGone(target.pid, 10*time.Second) {
 		_ = p.Signal(syscall.SIGKILL)
-		waitGone(apiserver.pid, 5*time.Second)
+		waitGone(target.pid, 5*time.Second)
 	}
+	stopped := time.Now()
 	time.Sleep(down)
-	if err := apiserver.start(c.LogsDir()); err != nil {
+	if err := target.start(c.LogsDir()); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(c.Config)
@@ -316,24 +340,40 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) erro
 	deadline := time.Now().Add(60 * time.Second)
 	for rc.Get().AbsPath("/readyz").Do(ctx).Error() != nil {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-apiserver not ready 60s after its restart")
+			return fmt.Errorf("kube-apiserver not ready 60s after the restart of %s", name)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// A component that could not renew its lease exits within its renew deadline (10 s).
-	until := time.Now().Add(12 * time.Second)
-	for time.Now().Before(until) {
+	// A component that could not renew its lease exits within its renew deadline (10 s) of its
+	// last renewal, made before the component stopped at the latest.
+	c.gone.Add(1)
+	go func() {
+		defer c.gone.Done()
+		c.restartGone(others, stopped.Add(12*time.Second))
+	}()
+	return nil
+}
+
+// restartGone starts again each of the components that exits before until.
+func (c *Cluster) restartGone(others []component, until time.Time) {
+	for {
 		for i := range others {
 			if others[i].pid != 0 && gone(others[i].pid) {
-				if err := others[i].start(c.LogsDir()); err != nil {
-					return err
+				c.mu.Lock()
+				if !c.down {
+					if err := others[i].start(c.LogsDir()); err != nil {
+						fmt.Fprintf(c.log, "sim: %v\n", err)
+					}
 				}
+				c.mu.Unlock()
 				others[i].pid = 0
 			}
 		}
+		if time.Now().After(until) {
+			return
+		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	return nil
 }
 
 // waitGone waits until pid has exited.

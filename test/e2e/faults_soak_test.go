@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
+)
+
+// TestFaultsSoakServings (FAULTS_SOAK=1 only; not one of the suite's counted cases): 2000
+// servings of 0 groups (FAULTS_SOAK_SERVINGS to change) created and, once the operator has made
+// their children and reported them, deleted, while it runs. Its memory must not keep them: the
+// RSS, sampled every half second, returns near its baseline (within half of it again plus 32
+// MiB) once they are gone.
+func TestFaultsSoakServings(t *testing.T) {
+	if !soak {
+		t.Skip("FAULTS_SOAK=1 runs it")
+	}
+	n := 2000
+	if v, err := strconv.Atoi(os.Getenv("FAULTS_SOAK_SERVINGS")); err == nil && v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	ns := namespace(t)
+	pid := func() int {
+		op.mu.Lock()
+		defer op.mu.Unlock()
+		return op.cmd.Process.Pid
+	}()
+	baseline, err := rssOf(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		for {
+			if r, err := rssOf(pid); err == nil && r > peak.Load() {
+				peak.Store(r)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		sampler.Wait()
+	}()
+	started := time.Now()
+	each := func(do func(i int) error) {
+		var wg sync.WaitGroup
+		work := make(chan int)
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range work {
+					if err := do(i); err != nil {
+						t.Error(err)
+					}
+				}
+			}()
+		}
+		for i := range n {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
+	}
+	// soak0001, not soak-0001: a serving's name may not end in -<number>.
+	each(func(i int) error {
+		return kc.Create(ctx, newServing(ns, fmt.Sprintf("soak%04d", i), 0, 2, 1))
+	})
+	created := time.Since(started)
+	testenv.Eventually(t, 15*time.Minute, "every serving's children made and its status reported", func() (bool, error) {
+		list := &v1.ModelServingList{}
+		if err := kc.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		done := 0
+		for _, ms := range list.Items {
+			if ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision != "" {
+				done++
+			}
+		}
+		return done == n, fmt.Errorf("%d of %d reported", done, n)
+	})
+	reported := time.Since(started)
+	full, _ := rssOf(pid)
+	if err := kc.DeleteAllOf(ctx, &v1.ModelServing{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 15*time.Minute, "every serving and LeaderWorkerSet gone", func() (bool, error) {
+		ms, lws := &v1.ModelServingList{}, &lwsv1.LeaderWorkerSetList{}
+		if err := kc.List(ctx, ms, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		if err := kc.List(ctx, lws, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		return len(ms.Items) == 0 && len(lws.Items) == 0, fmt.Errorf("%d servings, %d LeaderWorkerSets left", len(ms.Items), len(lws.Items))
+	})
+	gone := time.Since(started)
+	// The Go runtime returns freed memory to the system over minutes: the lowest RSS of 60 s.
+	after := int64(1) << 62
+	for range 120 {
+		if r, err := rssOf(pid); err == nil && r < after {
+			after = r
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	mib := func(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }
+	t.Logf("%d servings of 0 groups: created in %s, all reported at %s, all gone at %s; operator RSS baseline %s, peak %s, with all of them %s, lowest in the 60 s after %s",
+		n, created.Round(time.Second), reported.Round(time.Second), gone.Round(time.Second), mib(baseline), mib(peak.Load()), mib(full), mib(after))
+	if after > baseline+baseline/2+32<<20 {
+		violation(t, "the operator's RSS stays at %s after the servings went (baseline %s): it keeps what it cached of them", mib(after), mib(baseline))
+	}
+	if err := operatorHealthy(); err != nil {
+		violation(t, "%v", err)
+	}
+}
