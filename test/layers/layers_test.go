@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	"pkg/scheme":           {"api/v1alpha1"},
 	"pkg/revision":         {"api/v1alpha1", "pkg/naming"},
 	"pkg/roleplan":         {"api/v1alpha1"},
-	"pkg/status":           {"api/v1alpha1", "pkg/naming", "pkg/revision"},
+	"pkg/status":           {"api/v1alpha1", "pkg/naming", "pkg/revision", "pkg/roleplan"},
 	"pkg/failpoint":        nil,
 	"pkg/operator":         {"api/v1alpha1", "pkg/failpoint", "pkg/naming", "pkg/revision", "pkg/roleplan", "pkg/scheme", "pkg/status", "pkg/operator/lwsrbac"},
 	"pkg/operator/lwsrbac": nil,
