@@ -297,6 +297,12 @@ func twoReplicas(t *testing.T, logA, logB string, args []string) (lead, other *o
 		}
 		setLeader(nil)
 		restartOperator(t)
+		// Ready comes a moment before the restarted operator points the webhook configurations
+		// at itself (the replicas' port is in them until then): the next case must not start, or
+		// check, in between.
+		testenv.Eventually(t, 30*time.Second, "the webhook configurations to call the restarted operator", func() (bool, error) {
+			return webhookPort() == op.port, nil
+		})
 	})
 	for _, p := range []*operatorProcess{a, b} {
 		if err := p.start(); err != nil {
