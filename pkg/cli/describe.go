@@ -196,7 +196,7 @@ func (o *DescribeOptions) print(w io.Writer, d *describeData) error {
 		}
 		kv = append(kv, []string{"Rollout:", fmt.Sprintf("%s, every role together%s", orDefault(string(r.Strategy), "RollingUpdate"), map[bool]string{true: ", paused", false: ""}[r.Paused])})
 		if p := ms.Status.Plan; p != nil { // an operator that reports no plan: no line
-			kv = append(kv, []string{"Plan:", fmt.Sprintf("%s (%s)", tui.StepLine(p), p.State)})
+			kv = append(kv, []string{"Plan:", fmt.Sprintf("%s (%s)", tui.ServingStepLine(ms), p.State)})
 		}
 	}
 	kv = append(kv, []string{"Revisions:", fmt.Sprintf("current %s, update %s%s", orDash(ms.Status.CurrentRevision), orDash(d.updateRev), staleNote(ms))})
@@ -303,7 +303,7 @@ func (o *DescribeOptions) revisionRows(d *describeData, groups []status.Group, p
 	isSpec := specMatcher(ms)
 	if rs, err := revision.SpecOf(ms.Spec); err == nil && !slices.ContainsFunc(d.revisions, func(cr appsv1.ControllerRevision) bool { return isSpec(&cr) }) {
 		name, label := "", fmt.Sprintf("Spec of generation %d (not recorded yet)", ms.Generation)
-		if d.updateRev != "" && !known[d.updateRev] && statusIsOfSpec(ms) {
+		if d.updateRev != "" && !known[d.updateRev] && status.OfSpec(ms) {
 			name, label = d.updateRev, "Revision "+d.updateRev+" (update, not recorded yet)"
 		}
 		nodes = append([]revNode{{name: name, label: label, info: revision.ChangeCause(rs), specOnly: name == ""}}, nodes...)

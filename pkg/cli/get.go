@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 	"github.com/kubectl-llm/kubectl-llm/pkg/tui"
 )
 
@@ -275,14 +276,7 @@ func (o *GetOptions) row(it *servingItem, phaseOverride string) []string {
 	st := ms.Status
 	ready := st.ReadyGroups
 	if ready == "" {
-		desired := ptr.Deref(ms.Spec.Replicas, 1)
-		if len(ms.Spec.Roles) > 0 { // spec.replicas is 1 with roles: the groups are the roles'
-			desired = 0
-			for _, r := range ms.Spec.Roles {
-				desired += ptr.Deref(r.Replicas, 1)
-			}
-		}
-		ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, desired)
+		ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, status.DesiredGroups(ms.Spec))
 	}
 	phase := it.phase()
 	if phase == "" {

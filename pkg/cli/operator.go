@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -13,7 +14,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -37,8 +43,13 @@ type OperatorOptions struct {
 	inCluster bool
 }
 
+// newOperatorOptions are the command's options before its flags: the operator's defaults.
+func newOperatorOptions(root *RootOptions) *OperatorOptions {
+	return &OperatorOptions{RootOptions: root, Manager: operator.DefaultOptions(), Log: zap.Options{Development: false}, QPS: 100, Burst: 200}
+}
+
 func newOperatorCommand(root *RootOptions) *cobra.Command {
-	o := &OperatorOptions{RootOptions: root, Manager: operator.DefaultOptions(), Log: zap.Options{Development: false}, QPS: 100, Burst: 200}
+	o := newOperatorOptions(root)
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the ModelServing reconcilers (in-cluster, or against the current kubeconfig)",
@@ -67,8 +78,8 @@ the API server must reach that address (true for the simulated cluster).`,
 	}
 	f := cmd.Flags()
 	m := &o.Manager
-	f.StringVar(&m.MetricsAddr, "metrics-bind-address", m.MetricsAddr, `Address of the metrics endpoint ("0" turns it off)`)
-	f.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, `Address of /healthz and /readyz ("0" turns them off)`)
+	f.StringVar(&m.MetricsAddr, "metrics-bind-address", "", `Address of the metrics endpoint ("0" turns it off; default: `+operator.DefaultMetricsAddr+` in the cluster, 127.0.0.1`+operator.DefaultMetricsAddr+` outside)`)
+	f.StringVar(&m.ProbeAddr, "health-probe-bind-address", "", `Address of /healthz and /readyz ("0" turns them off; default: `+operator.DefaultProbeAddr+` in the cluster, 127.0.0.1`+operator.DefaultProbeAddr+` outside)`)
 	f.StringVar(&m.PprofAddr, "pprof-bind-address", "0", `Address of net/http/pprof, to profile the operator ("0" turns it off)`)
 	f.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "Elect a leader on a Lease so only one operator acts")
 	f.StringVar(&m.LeaderElectionID, "leader-election-id", m.LeaderElectionID, "Name of the leader election Lease")
@@ -108,6 +119,10 @@ func (o *OperatorOptions) Complete() error {
 	o.Manager.Failpoints = failpoint.Parse(os.Getenv(failpoint.EnvVar), os.Exit, os.Stderr)
 	_, hasSA := os.LookupEnv("KUBERNETES_SERVICE_HOST")
 	o.inCluster = hasSA && (o.ConfigFlags.KubeConfig == nil || *o.ConfigFlags.KubeConfig == "")
+	// In the cluster the kubelet probes the pod's IP; outside, the endpoints stay on this machine
+	// (a laptop's metrics are nobody else's, and its ports are often taken on other addresses).
+	o.Manager.MetricsAddr = cmp.Or(o.Manager.MetricsAddr, localUnlessInCluster(operator.DefaultMetricsAddr, o.inCluster))
+	o.Manager.ProbeAddr = cmp.Or(o.Manager.ProbeAddr, localUnlessInCluster(operator.DefaultProbeAddr, o.inCluster))
 	if !o.inCluster {
 		if o.Manager.Webhook.URLHost == "" {
 			if o.Manager.LWS != operator.LWSExternal && !apiServerOnThisMachine(cfg.Host, localAddresses()) {
@@ -128,6 +143,15 @@ func (o *OperatorOptions) Complete() error {
 		}
 	}
 	return nil
+}
+
+// localUnlessInCluster is the address addr (":port") on every interface in the cluster and on
+// loopback outside it.
+func localUnlessInCluster(addr string, inCluster bool) string {
+	if inCluster {
+		return addr
+	}
+	return "127.0.0.1" + addr
 }
 
 // apiServerOnThisMachine reports whether the API server at host (a URL or host[:port]) runs on
@@ -189,9 +213,17 @@ func (o *OperatorOptions) Validate() error {
 	if o.Manager.HistoryLimit < 1 {
 		return fmt.Errorf("--revision-history-limit must be at least 1, not %d", o.Manager.HistoryLimit)
 	}
-	if m := o.Manager; m.RetryPeriod <= 0 || m.RenewDeadline <= m.RetryPeriod || m.LeaseDuration <= m.RenewDeadline {
-		return fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s), longer than --leader-elect-retry-period (%s), above 0",
-			m.LeaseDuration, m.RenewDeadline, m.RetryPeriod)
+	// Each names the flag to change: a leader retries its renewal every retry period until the
+	// renew deadline, and must have stepped down before a follower may take over.
+	switch m := o.Manager; {
+	case m.RetryPeriod <= 0:
+		return fmt.Errorf("--leader-elect-retry-period must be a positive duration such as 2s, not %s", m.RetryPeriod)
+	case m.RenewDeadline <= m.RetryPeriod:
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be longer than --leader-elect-retry-period (%s): the leader retries renewing its Lease every retry period until the deadline",
+			m.RenewDeadline, m.RetryPeriod)
+	case m.LeaseDuration <= m.RenewDeadline:
+		return fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s): a leader that cannot renew must step down before another replica may take over",
+			m.LeaseDuration, m.RenewDeadline)
 	}
 	if p := o.Manager.Webhook.Port; p < 1 || p > 65535 {
 		return fmt.Errorf("--webhook-port must be between 1 and 65535, not %d", p)
@@ -207,7 +239,82 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 	if err := o.requireAPIs(ctx); err != nil {
 		return err
 	}
+	if err := o.checkLease(ctx, time.Now()); err != nil {
+		return err
+	}
 	return operator.Run(ctx, o.config, o.Manager)
+}
+
+// checkLease looks at the election Lease before the manager starts. Another operator holding it
+// (say the in-cluster one, when this one runs from a laptop) is said at once: with leader
+// election this one stands by until that one stops; without, it would act beside the leader (two
+// writers of the same servings and webhook configurations), so it refuses to start. A Lease that
+// cannot be read, is free or ran out does not stop it.
+func (o *OperatorOptions) checkLease(ctx context.Context, now time.Time) error {
+	ns := o.Manager.LeaderElectionNamespace
+	if ns == "" {
+		ns = podNamespace() // where controller-runtime puts the Lease in the cluster
+	}
+	if ns == "" {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(o.config)
+	if err != nil {
+		return nil
+	}
+	return o.checkLeaseIn(ctx, cs, ns, now)
+}
+
+// checkLeaseIn is checkLease against cs, for the Lease in namespace ns.
+func (o *OperatorOptions) checkLeaseIn(ctx context.Context, cs kubernetes.Interface, ns string, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	lease, err := cs.CoordinationV1().Leases(ns).Get(ctx, o.Manager.LeaderElectionID, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) && o.Manager.LeaderElect {
+		// No Lease yet: the election will make it, unless its namespace does not exist, where
+		// it would retry for ever without a word of why.
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return fmt.Errorf("the namespace %s of the leader election Lease does not exist: run kubectl llm install (which makes it), "+
+				"pass --leader-election-namespace with a namespace that exists, or --leader-elect=false to run without election", ns)
+		}
+		return nil
+	}
+	if err != nil {
+		return nil
+	}
+	holder, renewed, held := leaseHeld(lease, now)
+	if !held {
+		return nil
+	}
+	key := ns + "/" + o.Manager.LeaderElectionID
+	if !o.Manager.LeaderElect {
+		return fmt.Errorf("another operator holds the Lease %s (%s, renewed %s ago): with --leader-elect=false this one would act beside it. "+
+			"Stop that operator (kubectl -n %s scale deployment kubectl-llm-operator --replicas=0 for the installed one), "+
+			"or run this one with --leader-elect=true, the default, to stand by until it stops", key, holder, renewed.Round(time.Second), ns)
+	}
+	ctrl.Log.WithName("setup").Info("Another operator holds the Lease: this one serves webhooks but acts only once that one stops or loses the Lease",
+		"lease", key, "holder", holder, "renewed", renewed.Round(time.Second).String()+" ago")
+	return nil
+}
+
+// leaseHeld reports who holds the Lease and how long ago they renewed it, when someone holds it
+// and it has not run out at now.
+func leaseHeld(l *coordinationv1.Lease, now time.Time) (holder string, renewed time.Duration, held bool) {
+	holder = ptr.Deref(l.Spec.HolderIdentity, "")
+	if holder == "" || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return holder, 0, false
+	}
+	renewed = now.Sub(l.Spec.RenewTime.Time)
+	return holder, renewed, renewed < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
+}
+
+// podNamespace is the namespace of the pod the operator runs in ("" outside a pod).
+func podNamespace() string {
+	raw, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(raw))
 }
 
 // requireAPIs refuses to start where the ModelServing or the LeaderWorkerSet API is not served:

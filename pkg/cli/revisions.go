@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
 // Revisions as the views see them: the operator names them and reports its update revision in
@@ -27,13 +28,10 @@ func specMatcher(ms *v1.ModelServing) func(*appsv1.ControllerRevision) bool {
 	}
 }
 
-// statusIsOfSpec tells whether the operator has reported on the spec as it is now.
-func statusIsOfSpec(ms *v1.ModelServing) bool { return ms.Status.ObservedGeneration >= ms.Generation }
-
 // staleNote says when the status describes an older generation than the spec: the update
 // revision shown is then the one before the latest edit.
 func staleNote(ms *v1.ModelServing) string {
-	if ms.Status.UpdateRevision == "" || statusIsOfSpec(ms) {
+	if ms.Status.UpdateRevision == "" || status.OfSpec(ms) {
 		return ""
 	}
 	return fmt.Sprintf(" (of generation %d; generation %d not observed yet)", ms.Status.ObservedGeneration, ms.Generation)

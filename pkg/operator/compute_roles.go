@@ -76,8 +76,3 @@ func computeRoles(obs *observed, in computeInput, out intent, updateSpec revisio
 	out.prune = revision.ToPrune(revisions, in.limit(), out.updateRev, ms.Status.CurrentRevision)
 	return out
 }
-
-// statusPlan is the planner's decision as the status reports it.
-func statusPlan(p roleplan.Plan) status.RolePlan {
-	return status.RolePlan{Step: p.Step, Steps: p.Steps, State: string(p.State), Why: p.Why}
-}

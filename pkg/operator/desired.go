@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -195,13 +194,6 @@ func roleChildLabels(ms *v1.ModelServing, role v1.RoleName) map[string]string {
 	l := childLabels(ms)
 	l[naming.LabelRole] = string(role)
 	return l
-}
-
-func ownerRef(ms *v1.ModelServing) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: v1.GroupVersion.String(), Kind: "ModelServing", Name: ms.Name, UID: ms.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-	}
 }
 
 func ownerRefAC(ms *v1.ModelServing) *metav1ac.OwnerReferenceApplyConfiguration {

@@ -3,16 +3,14 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
@@ -74,52 +72,35 @@ func (l fencedLock) record(ler resourcelock.LeaderElectionRecord, sent time.Time
 	}
 }
 
-// client refuses every write (create, update, patch, apply, delete, of objects and of their
-// subresources) while check fails; reads go through.
-func (f *leaseFence) client(c client.WithWatch) client.WithWatch {
-	return interceptor.NewClient(c, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			return f.then(func() error { return c.Create(ctx, obj, opts...) })
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			return f.then(func() error { return c.Update(ctx, obj, opts...) })
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			return f.then(func() error { return c.Patch(ctx, obj, patch, opts...) })
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			return f.then(func() error { return c.Apply(ctx, obj, opts...) })
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			return f.then(func() error { return c.Delete(ctx, obj, opts...) })
-		},
-		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
-			return f.then(func() error { return c.DeleteAllOf(ctx, obj, opts...) })
-		},
-		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
-			return f.then(func() error { return c.SubResource(sub).Create(ctx, obj, subObj, opts...) })
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			return f.then(func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			return f.then(func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
-		},
-		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			return f.then(func() error { return c.SubResource(sub).Apply(ctx, obj, opts...) })
-		},
-	})
+// transport refuses every write (any request but GET, HEAD and OPTIONS: create, update,
+// patch, apply, delete, of objects and of their subresources) while check fails; reads and
+// watches go through. On the manager's rest.Config it fences every client made from it: the
+// manager's, the embedded LWS's, the webhook keeper's clientset, the event recorder's.
+func (f *leaseFence) transport(next http.RoundTripper) http.RoundTripper {
+	return fencedTransport{next: next, f: f}
 }
 
-func (f *leaseFence) then(write func() error) error {
-	if err := f.check(); err != nil {
-		return err
+type fencedTransport struct {
+	next http.RoundTripper
+	f    *leaseFence
+}
+
+func (t fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if err := t.f.check(); err != nil {
+			return nil, err
+		}
 	}
-	return write()
+	return t.next.RoundTrip(req)
 }
 
-// fenceElection makes the manager's Lease lock and client fenced (see leaseFence).
-func fenceElection(cfg *rest.Config, mopts *ctrl.Options, opts Options) error {
+// fenceElection makes the manager's Lease lock fenced and returns the rest.Config the manager
+// and every client of it are to use, cfg with its writes fenced (see leaseFence), and the fence,
+// which the webhook keeper also asks before each write. The lock itself is made from cfg:
+// renewals are never refused.
+func fenceElection(cfg *rest.Config, mopts *ctrl.Options, opts Options) (*rest.Config, *leaseFence, error) {
 	f := &leaseFence{renewDeadline: 10 * time.Second, now: time.Now}
 	if opts.RenewDeadline > 0 {
 		f.renewDeadline = opts.RenewDeadline
@@ -129,17 +110,12 @@ func fenceElection(cfg *rest.Config, mopts *ctrl.Options, opts Options) error {
 		LeaderElectionNamespace: opts.LeaderElectionNamespace, RenewDeadline: f.renewDeadline,
 	})
 	if err != nil {
-		return fmt.Errorf("leader election lock: %w", err)
+		return nil, nil, fmt.Errorf("leader election lock: %w", err)
 	}
 	mopts.LeaderElectionResourceLockInterface = f.lock(l)
-	mopts.NewClient = func(config *rest.Config, options client.Options) (client.Client, error) {
-		c, err := client.NewWithWatch(config, options)
-		if err != nil {
-			return nil, err
-		}
-		return f.client(c), nil
-	}
-	return nil
+	fenced := rest.CopyConfig(cfg)
+	fenced.Wrap(f.transport)
+	return fenced, f, nil
 }
 
 // noEvents: the Lease's "became leader" events are not recorded (the operator logs them).

@@ -37,6 +37,7 @@ import (
 	lwswebhooks "sigs.k8s.io/lws/pkg/webhooks"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/failpoint"
 )
 
 // The permissions of the embedded LWS are declared in package lwsrbac (a role of its own, bound
@@ -139,8 +140,9 @@ func contains(xs []string, x string) bool {
 }
 
 type webhookCerts struct {
-	dir   string
-	caPEM []byte // the CA bundle to register; nil when the cert rotator injects it
+	dir       string
+	temporary bool   // dir was made here, in the temp directory: removed when the operator stops
+	caPEM     []byte // the CA bundle to register; nil when the cert rotator injects it
 	// ready is closed once the serving certificate is in dir (the rotator's first pass);
 	// closed from the start for self-signed certificates.
 	ready chan struct{}
@@ -153,19 +155,19 @@ const certLookahead = 30 * 24 * time.Hour
 // an empty directory it fills; otherwise the certificates in CertDir when they are still good
 // for the webhook's names, or a new self-signed set.
 func prepareWebhookCerts(o WebhookOptions, now time.Time) (*webhookCerts, error) {
-	dir := o.CertDir
+	dir, temporary := o.CertDir, false
 	if dir == "" {
 		d, err := os.MkdirTemp("", "kubectl-llm-webhook-")
 		if err != nil {
 			return nil, err
 		}
-		dir = d
+		dir, temporary = d, true
 	}
 	if o.CertSecret != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("webhook certificate directory: %w", err)
 		}
-		return &webhookCerts{dir: dir, ready: make(chan struct{})}, nil
+		return &webhookCerts{dir: dir, temporary: temporary, ready: make(chan struct{})}, nil
 	}
 	ready := make(chan struct{})
 	close(ready)
@@ -189,7 +191,7 @@ func prepareWebhookCerts(o WebhookOptions, now time.Time) (*webhookCerts, error)
 			return nil, fmt.Errorf("write webhook certificate: %w", err)
 		}
 	}
-	return &webhookCerts{dir: dir, caPEM: caPEM, ready: ready}, nil
+	return &webhookCerts{dir: dir, temporary: temporary, caPEM: caPEM, ready: ready}, nil
 }
 
 // webhookHosts are the names the API server may call the webhooks at.
@@ -283,15 +285,19 @@ func SelfSignedCerts(hosts []string, now time.Time) (caPEM, certPEM, keyPEM []by
 // the webhook configurations that send LWS and pod admission to them.
 // rotatorName names the cert rotator's controller; several managers in one process (tests) get
 // one each.
-func setupEmbeddedLWS(mgr manager.Manager, o WebhookOptions, certs *webhookCerts, rotatorName string) error {
+// fence is nil without leader election; with it, only the leader keeps the webhook
+// configurations, and asks fence before each write (see KeepWebhookConfigurations). fp stops the
+// process at the LWS controllers' writes (see lwsClient); inert when zero.
+func setupEmbeddedLWS(mgr manager.Manager, o WebhookOptions, certs *webhookCerts, rotatorName string, fence func() error, fp failpoint.Set) error {
 	if err := lwscontrollers.SetupIndexes(mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("LWS indexes: %w", err)
 	}
 	rec := mgr.GetEventRecorder("leaderworkerset")
-	if err := lwscontrollers.NewLeaderWorkerSetReconciler(mgr.GetClient(), mgr.GetScheme(), rec).SetupWithManager(mgr); err != nil {
+	c := lwsClient(mgr.GetClient(), mgr.GetAPIReader(), fp)
+	if err := lwscontrollers.NewLeaderWorkerSetReconciler(c, mgr.GetScheme(), rec).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("LWS controller: %w", err)
 	}
-	if err := lwscontrollers.NewPodReconciler(mgr.GetClient(), mgr.GetScheme(), rec, nil).SetupWithManager(mgr); err != nil {
+	if err := lwscontrollers.NewPodReconciler(c, mgr.GetScheme(), rec, nil).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("LWS pod controller: %w", err)
 	}
 	registerWebhooks := func() error {
@@ -338,7 +344,7 @@ func setupEmbeddedLWS(mgr manager.Manager, o WebhookOptions, certs *webhookCerts
 	// A Runnable that needs leader election: only the elected operator writes the configurations,
 	// so a second operator started elsewhere (same Lease) never points them at itself.
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return KeepWebhookConfigurations(ctx, cs, o, certs.caPEM, webhookRepairPeriod)
+		return KeepWebhookConfigurations(ctx, cs, o, certs.caPEM, webhookRepairPeriod, fence)
 	}))
 }
 
@@ -447,14 +453,24 @@ const webhookRepairPeriod = 10 * time.Second
 // until ctx ends. The first apply failing is fatal (admission cannot work); later failures are
 // logged and retried.
 //
-// Configurations that call another live operator (another URL, whose server holds a certificate
-// their CA bundle verifies) are left to it: two operators run without leader election, say one
-// left running on a laptop, would otherwise point them back and forth at each other every period.
-// Once that operator is gone, the next period points them here.
-func KeepWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte, period time.Duration) error {
+// Without leader election (fence nil), configurations that call another live operator (another
+// URL, whose server holds a certificate their CA bundle verifies) are left to it: two operators
+// run without leader election, say one left running on a laptop, would otherwise point them back
+// and forth at each other every period. Once that operator is gone, the next period points them
+// here. With leader election the Lease decides: the leader takes them over at once, also from the
+// replica that led before and still answers while it hands them over; and fence, asked before
+// each write, keeps a leader that lost its Lease without knowing it (frozen, then resumed) from
+// taking them back.
+func KeepWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte, period time.Duration, fence func() error) error {
 	log := ctrl.Log.WithName("lws-webhooks")
 	leftTo := ""
 	keep := func() error {
+		if fence != nil {
+			if err := fence(); err != nil {
+				return err
+			}
+			return ApplyWebhookConfigurations(ctx, cs, o, caPEM)
+		}
 		if other := servedElsewhere(ctx, cs, o); other != "" {
 			if other != leftTo {
 				log.Info("Another operator serves the LWS webhooks: leaving the webhook configurations to it "+
@@ -495,20 +511,9 @@ func servedElsewhere(ctx context.Context, cs kubernetes.Interface, o WebhookOpti
 	if o.URLHost == "" {
 		return ""
 	}
-	var hooks []admissionv1.WebhookClientConfig
-	m, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, o.ConfigName, metav1.GetOptions{})
+	hooks, err := webhookClientConfigs(ctx, cs, o.ConfigName)
 	if err != nil {
 		return ""
-	}
-	for _, w := range m.Webhooks {
-		hooks = append(hooks, w.ClientConfig)
-	}
-	v, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, o.ConfigName, metav1.GetOptions{})
-	if err != nil {
-		return ""
-	}
-	for _, w := range v.Webhooks {
-		hooks = append(hooks, w.ClientConfig)
 	}
 	ours := net.JoinHostPort(o.URLHost, strconv.Itoa(o.Port))
 	host := ""
@@ -538,6 +543,26 @@ func servedElsewhere(ctx context.Context, cs kubernetes.Interface, o WebhookOpti
 	}
 	_ = conn.Close()
 	return "https://" + host
+}
+
+// webhookClientConfigs are the client configurations of every webhook of our two configurations.
+func webhookClientConfigs(ctx context.Context, cs kubernetes.Interface, name string) ([]admissionv1.WebhookClientConfig, error) {
+	var hooks []admissionv1.WebhookClientConfig
+	m, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range m.Webhooks {
+		hooks = append(hooks, w.ClientConfig)
+	}
+	v, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range v.Webhooks {
+		hooks = append(hooks, w.ClientConfig)
+	}
+	return hooks, nil
 }
 
 // WebhookFieldManager owns the webhooks and CA bundle of the webhook configurations. It differs

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -84,11 +86,18 @@ const (
 	DefaultLWSWorkers     = 4
 )
 
+// The metrics and probe endpoints' default ports (`kubectl llm operator` listens on every
+// interface in the cluster, on loopback outside it).
+const (
+	DefaultMetricsAddr = ":8080"
+	DefaultProbeAddr   = ":8081"
+)
+
 // DefaultOptions are the defaults of `kubectl llm operator`.
 func DefaultOptions() Options {
 	return Options{
-		MetricsAddr:      ":8080",
-		ProbeAddr:        ":8081",
+		MetricsAddr:      DefaultMetricsAddr,
+		ProbeAddr:        DefaultProbeAddr,
 		LeaderElect:      true,
 		LeaderElectionID: "kubectl-llm-operator",
 		HistoryLimit:     DefaultHistoryLimit,
@@ -194,12 +203,42 @@ func (c childReader) List(ctx context.Context, list client.ObjectList, opts ...c
 // NewManager builds the manager with the ModelServing reconciler and, when asked or needed,
 // the embedded LWS reconcilers and webhooks.
 func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
-	if err := WaitForAPIs(ctx, cfg, 10*time.Second); err != nil {
+	mgr, _, cleanup, err := newManager(ctx, cfg, opts)
+	if err != nil {
 		return nil, err
+	}
+	if err := mgr.Add(onStop(cleanup)); err != nil {
+		cleanup()
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// onStop is a runnable of every replica, leader or not, that calls f once the manager stops.
+type onStop func()
+
+func (f onStop) Start(ctx context.Context) error { <-ctx.Done(); f(); return nil }
+
+func (onStop) NeedLeaderElection() bool { return false }
+
+// newManager is NewManager, the webhook server that outlives the manager's stop to hand the
+// webhooks over (nil unless the operator elects a leader and is called by URL), and what to
+// call once it and that server stopped: it removes the temporary certificate directory the
+// operator made (a laptop's operator left one, private key included, in the temp directory at
+// every run).
+func newManager(ctx context.Context, cfg *rest.Config, opts Options) (_ manager.Manager, _ *lingeringServer, cleanup func(), err error) {
+	cleanup = func() {}
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	if err := WaitForAPIs(ctx, cfg, 10*time.Second); err != nil {
+		return nil, nil, cleanup, err
 	}
 	mode, err := resolveLWSMode(ctx, cfg, opts.LWS)
 	if err != nil {
-		return nil, err
+		return nil, nil, cleanup, err
 	}
 	ctrl.Log.WithName("setup").Info("LeaderWorkerSet hosting", "mode", mode)
 
@@ -228,10 +267,14 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if opts.RetryPeriod > 0 {
 		mopts.RetryPeriod = &opts.RetryPeriod
 	}
+	var fence func() error // nil without leader election
 	if opts.LeaderElect {
-		if err := fenceElection(cfg, &mopts, opts); err != nil {
-			return nil, err
+		fenced, f, err := fenceElection(cfg, &mopts, opts)
+		if err != nil {
+			return nil, nil, cleanup, err
 		}
+		cfg = fenced
+		fence = f.check
 	}
 	// The default for controllers that set none: the embedded LWS reconcilers, whose single
 	// upstream worker otherwise makes StatefulSets one serving at a time (the scale harness saw
@@ -241,19 +284,27 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		mopts.Controller.SkipNameValidation = ptrTo(true)
 	}
 	var certs *webhookCerts
+	var lingering *lingeringServer
 	if mode == LWSEmbedded {
 		certs, err = prepareWebhookCerts(opts.Webhook, time.Now())
 		if err != nil {
-			return nil, err
+			return nil, nil, cleanup, err
+		}
+		if certs.temporary {
+			cleanup = func() { _ = os.RemoveAll(certs.dir) }
 		}
 		mopts.WebhookServer = webhook.NewServer(webhook.Options{
 			Host: opts.Webhook.BindHost, Port: opts.Webhook.Port, CertDir: certs.dir,
 			TLSOpts: []func(*tls.Config){webhookTLS},
 		})
+		if opts.LeaderElect && opts.Webhook.URLHost != "" {
+			lingering = newLingeringServer(mopts.WebhookServer)
+			mopts.WebhookServer = lingering
+		}
 	}
 	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
-		return nil, fmt.Errorf("create manager: %w", err)
+		return nil, nil, cleanup, fmt.Errorf("create manager: %w", err)
 	}
 	reg := opts.Registry
 	if reg == nil {
@@ -261,11 +312,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	metrics, err := NewMetrics(reg)
 	if err != nil {
-		return nil, fmt.Errorf("register metrics: %w", err)
+		return nil, nil, cleanup, fmt.Errorf("register metrics: %w", err)
 	}
 	children, err := newChildrenCache(mgr, opts.Namespace)
 	if err != nil {
-		return nil, err
+		return nil, nil, cleanup, err
 	}
 	r := &Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("kubectl-llm"),
@@ -279,19 +330,19 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		r.LWSSource = mgr.GetCache()
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up the ModelServing controller: %w", err)
+		return nil, nil, cleanup, fmt.Errorf("set up the ModelServing controller: %w", err)
 	}
 	if mode == LWSEmbedded {
 		rotatorName := opts.Webhook.ConfigName + "-cert-rotator"
 		if opts.SkipNameValidation {
 			rotatorName += "-" + strconv.FormatInt(managerSeq.Add(1), 10)
 		}
-		if err := setupEmbeddedLWS(mgr, opts.Webhook, certs, rotatorName); err != nil {
-			return nil, err
+		if err := setupEmbeddedLWS(mgr, opts.Webhook, certs, rotatorName, fence, opts.Failpoints); err != nil {
+			return nil, nil, cleanup, err
 		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
+		return nil, nil, cleanup, err
 	}
 	ready := healthz.Ping
 	if mode == LWSEmbedded {
@@ -306,9 +357,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		}
 	}
 	if err := mgr.AddReadyzCheck("ready", ready); err != nil {
-		return nil, err
+		return nil, nil, cleanup, err
 	}
-	return mgr, nil
+	return mgr, lingering, cleanup, nil
 }
 
 // managerSeq numbers the managers of one process (tests), whose controllers need distinct names.
@@ -367,10 +418,22 @@ func hasResource(rs []metav1.APIResource, name string) bool {
 }
 
 // Run builds the manager and runs it until ctx ends.
+// An operator called by URL with leader election hands its webhooks over to the next leader
+// before it stops serving them (see lingeringServer).
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
-	mgr, err := NewManager(ctx, cfg, opts)
+	mgr, lingering, cleanup, err := newManager(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
-	return mgr.Start(ctx)
+	defer cleanup()
+	err = mgr.Start(ctx)
+	if lingering != nil {
+		cs, csErr := kubernetes.NewForConfig(cfg)
+		if csErr != nil {
+			lingering.end()
+			return errors.Join(err, csErr)
+		}
+		lingering.handOver(cs, opts, handoverTimingOf(opts))
+	}
+	return err
 }

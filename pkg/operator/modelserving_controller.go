@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -58,6 +60,10 @@ const DefaultHistoryLimit = 10
 
 // conflictRecheck is how often a serving whose child's name is taken looks again.
 const conflictRecheck = 5 * time.Second
+
+// finalizeRecheck is how often a serving being deleted looks again whether its children are gone,
+// besides the events of their deletions.
+const finalizeRecheck = 5 * time.Second
 
 // lwsMissingRecheck is how often a serving looks again whether LeaderWorkerSet is served, once
 // its CRD is gone (the operator may not watch CRDs; a new serving is reconciled at once anyway).
@@ -141,9 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ms := &v1.ModelServing{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Metrics.forget(req.NamespacedName)
-			r.forgetChildren(req.NamespacedName)
-			r.statusWritten.Delete(req.NamespacedName)
+			r.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -181,6 +185,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// The status is written on every pass, whatever act did: an error becomes a condition.
 	sum, detailWait, reportErr := r.report(ctx, obs, in, actErr)
+	res, err := r.outcome(ctx, obs, in, sum, actErr, reportErr)
+	return withDetailWait(res, err, detailWait)
+}
+
+// outcome is how a pass ends, from what act and report did.
+func (r *Reconciler) outcome(ctx context.Context, obs *observed, in intent, sum status.Summary, actErr, reportErr error) (ctrl.Result, error) {
 	var specErr *specError
 	switch {
 	case in.specErr != nil || errors.As(actErr, &specErr):
@@ -210,11 +220,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// server again soon whether the name is free (one GET per conflicting serving).
 		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 	}
-	next := requeueAfter(sum, r.Clock.Now())
-	if detailWait > 0 && (next == 0 || detailWait < next) {
-		next = detailWait // the status detail this pass did not write yet
+	return ctrl.Result{RequeueAfter: requeueAfter(sum, r.Clock.Now())}, nil
+}
+
+// withDetailWait brings the pass's next look forward to when the status detail it did not write
+// yet (report's wait, 0 when none) may be written. A pass that fails is retried with backoff
+// anyway, and report writes at once in a pass that ends in a terminal error (not requeued).
+func withDetailWait(res ctrl.Result, err error, wait time.Duration) (ctrl.Result, error) {
+	if err == nil && wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
+		res.RequeueAfter = wait
 	}
-	return ctrl.Result{RequeueAfter: next}, nil
+	return res, err
 }
 
 // specError is a terminal error: the spec cannot be turned into children.
@@ -543,6 +559,16 @@ type childKey struct {
 	name types.NamespacedName
 }
 
+// forget drops what this process remembers of a serving that is gone: its metrics, what it
+// applied of its children, when it last wrote its status and when its rollout began (a serving
+// deleted mid rollout would otherwise be kept for good).
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.Metrics.forget(key)
+	r.forgetChildren(key)
+	r.statusWritten.Delete(key)
+	r.rolloutStart.Delete(key)
+}
+
 // forgetChildren drops the applied bookkeeping of a serving that is gone: its own children and
 // its roles'.
 func (r *Reconciler) forgetChildren(key types.NamespacedName) {
@@ -637,7 +663,7 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 		seen.Roles = append(seen.Roles, status.RoleInput{Name: ro.name, LWS: ro.lws, Pods: ro.pods, Events: ro.events})
 	}
 	input := status.InputOf(seen, now).WithRevisions(in.updateRev, in.plan.TemplateRevision)
-	input.SpecError, input.Problems, input.Plan = specErr, problems, statusPlan(in.rolePlan)
+	input.SpecError, input.Problems, input.Plan = specErr, problems, status.RolePlanOf(in.rolePlan)
 	sum := status.Summarize(input)
 	next := NextStatus(ms, sum, in.updateRev, now)
 	if specErr != nil || actErr != nil {
@@ -654,7 +680,9 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 		return sum, 0, nil
 	}
 	key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
-	if wait := r.statusDetailWait(key, ms.Status, next, now); wait > 0 {
+	// A pass that ends in a terminal error (the spec cannot be served) is not looked at again
+	// until something changes: it writes its detail now, or that could stay unwritten.
+	if wait := r.statusDetailWait(key, ms.Status, next, now); wait > 0 && specErr == nil {
 		return sum, wait, nil
 	}
 	r.Failpoints.Hit("before-status", client.ObjectKeyFromObject(ms).String())
@@ -869,7 +897,9 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 		}
 	}
 	if remaining > 0 {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		// The children's deletions wake the serving; the recheck is a backstop. Either way the
+		// pass waits behind those of live servings.
+		return ctrl.Result{RequeueAfter: finalizeRecheck, Priority: &bulkPriority}, nil
 	}
 	r.Failpoints.Hit("before-finalizer-removal", client.ObjectKeyFromObject(ms).String())
 	return r.removeFinalizer(ctx, ms)
@@ -939,7 +969,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	podToServing := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	children := r.ChildrenCache
+	if children == nil {
+		children = mgr.GetCache()
+	}
+	lwsSource := r.LWSSource
+	if lwsSource == nil {
+		lwsSource = children
+	}
+	servings := mgr.GetCache()
+	podToServing := mappedToServing(servings, func(_ context.Context, o client.Object) []reconcile.Request {
 		name := o.GetLabels()[v1.LabelName]
 		if name == "" {
 			return nil
@@ -948,7 +987,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	// FailedCreate events of our LeaderWorkerSets and their StatefulSets (the cache holds only
 	// FailedCreate events) wake the serving they are about.
-	eventToServing := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	eventToServing := mappedToServing(servings, func(_ context.Context, o client.Object) []reconcile.Request {
 		e, ok := o.(*corev1.Event)
 		if !ok {
 			return nil
@@ -963,7 +1002,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// child's name that is not ours (a NameConflict) wakes the serving too when the cache holds it
 	// (every LWS, with embedded LWS); otherwise the serving looks again every conflictRecheck.
 	byName := func(serving func(string) string) handler.EventHandler {
-		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return mappedToServing(servings, func(_ context.Context, o client.Object) []reconcile.Request {
 			name := servingOfChild(serving(o.GetName()))
 			if name == "" {
 				return nil
@@ -971,23 +1010,31 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 		})
 	}
-	children := r.ChildrenCache
-	if children == nil {
-		children = mgr.GetCache()
+	// Revisions are mapped by their controller, a ModelServing.
+	ownedBy := mappedToServing(servings, func(_ context.Context, o client.Object) []reconcile.Request {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || ref.Kind != "ModelServing" || !strings.HasPrefix(ref.APIVersion, v1.GroupVersion.Group+"/") {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
+	})
+	// The servings are watched with Watches, not For, so that a serving being deleted is queued
+	// at the bulk priority (see priority.go); the log keys are the ones For would give.
+	base := mgr.GetLogger().WithValues("controller", ControllerName, "controllerGroup", v1.GroupVersion.Group, "controllerKind", "ModelServing")
+	logFor := func(req *reconcile.Request) logr.Logger {
+		if req == nil {
+			return base
+		}
+		return base.WithValues("ModelServing", klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name)
 	}
-	lwsSource := r.LWSSource
-	if lwsSource == nil {
-		lwsSource = children
-	}
-	ownedBy := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1.ModelServing{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&v1.ModelServing{}).
+		Watches(&v1.ModelServing{}, servingEvents()).
 		WatchesRawSource(source.Kind(lwsSource, client.Object(&lwsv1.LeaderWorkerSet{}), byName(func(n string) string { return n }))).
 		WatchesRawSource(source.Kind(children, client.Object(&corev1.Service{}), byName(naming.ServingOfService))).
 		WatchesRawSource(source.Kind(children, client.Object(&appsv1.ControllerRevision{}), ownedBy)).
 		Watches(&corev1.Pod{}, podToServing).
 		Watches(&corev1.Event{}, eventToServing).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultServingWorkers)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultServingWorkers), LogConstructor: logFor}).
 		Complete(r)
 }

@@ -1,13 +1,23 @@
 package operator
 
 import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
 func pacedStatus() v1.ModelServingStatus {
@@ -106,5 +116,117 @@ func TestStatusDetailWait(t *testing.T) {
 	def.statusWritten.Store(key, t0)
 	if w := def.statusDetailWait(key, prev, detail, t0.Add(400*time.Millisecond)); w != DefaultStatusDetailInterval-400*time.Millisecond {
 		t.Errorf("the default interval: wait %s, want %s", w, DefaultStatusDetailInterval-400*time.Millisecond)
+	}
+}
+
+// A pass that holds back status detail looks again when it may be written, whatever else it
+// waits for (a conflicting child's recheck, LeaderWorkerSet missing, a progress deadline), unless
+// it looks again sooner; a failed pass is retried with backoff, and its result is not touched.
+func TestWithDetailWait(t *testing.T) {
+	failed := errors.New("apply failed")
+	for _, tc := range []struct {
+		name string
+		res  ctrl.Result
+		err  error
+		wait time.Duration
+		want time.Duration
+	}{
+		{"nothing held back", ctrl.Result{RequeueAfter: conflictRecheck}, nil, 0, conflictRecheck},
+		{"held back, nothing else to wait for", ctrl.Result{}, nil, 700 * time.Millisecond, 700 * time.Millisecond},
+		{"held back, a conflict recheck later", ctrl.Result{RequeueAfter: conflictRecheck}, nil, 700 * time.Millisecond, 700 * time.Millisecond},
+		{"held back, LeaderWorkerSet missing", ctrl.Result{RequeueAfter: lwsMissingRecheck}, nil, time.Second, time.Second},
+		{"held back, a deadline sooner", ctrl.Result{RequeueAfter: 200 * time.Millisecond}, nil, 700 * time.Millisecond, 200 * time.Millisecond},
+		{"held back, the pass failed", ctrl.Result{}, failed, 700 * time.Millisecond, 0},
+	} {
+		res, err := withDetailWait(tc.res, tc.err, tc.wait)
+		if res.RequeueAfter != tc.want || err != tc.err {
+			t.Errorf("%s: requeue after %s, error %v; want %s, %v", tc.name, res.RequeueAfter, err, tc.want, tc.err)
+		}
+	}
+}
+
+// A serving whose spec cannot be served ends each pass in a terminal error, which is not
+// requeued: a change of detail alone is then written at once, not held back for a pass that
+// never comes.
+func TestAPassEndingInATerminalErrorWritesItsDetail(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	ms := fixtures.Serving("bad", "default").Replicas(1).GroupSize(1).Obj()
+	ms.Finalizers = []string{v1.FinalizerChildren}
+	ms.Spec.Template = fixtures.RawTemplate(`{"metadata":{"labels":{"serving.kubectl-llm.dev/name":"someone-else"}}}`)
+	leader := fixtures.Pod("bad", 0, 0, "bad-r1").Waiting("ContainerCreating", "", 0, 0).Obj()
+	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithStatusSubresource(&v1.ModelServing{}).
+		WithObjects(ms, &leader).Build()
+	r := &Reconciler{Client: c, Scheme: testenv.Scheme(), Clock: clocktesting.NewFakeClock(t0), StatusDetailInterval: time.Hour}
+	key := types.NamespacedName{Namespace: "default", Name: "bad"}
+	reason := func() string {
+		t.Helper()
+		got := &v1.ModelServing{}
+		if err := c.Get(ctx, key, got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Status.Groups) != 1 {
+			t.Fatalf("status groups %+v, want group 0", got.Status.Groups)
+		}
+		return got.Status.Groups[0].Reason
+	}
+	pass := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); !errors.Is(err, reconcile.TerminalError(nil)) {
+			t.Fatalf("pass over a spec that cannot be served: error %v, want a terminal one", err)
+		}
+	}
+	pass()
+	first := reason()
+	prev := &v1.ModelServing{}
+	if err := c.Get(ctx, key, prev); err != nil {
+		t.Fatal(err)
+	}
+	leader = fixtures.Pod("bad", 0, 0, "bad-r1").Waiting("ImagePullBackOff", "pull access denied", 0, 0).Obj()
+	if err := c.Status().Update(ctx, &leader); err != nil {
+		t.Fatal(err)
+	}
+	pass()
+	if got := reason(); got == first || !strings.Contains(got, "ImagePullBackOff") {
+		t.Errorf("group 0's reason %q after the leader's change (was %q): want the new one, ImagePullBackOff, written at once", got, first)
+	}
+	// The change was detail alone: without the terminal error it would have waited.
+	now := &v1.ModelServing{}
+	if err := c.Get(ctx, key, now); err != nil {
+		t.Fatal(err)
+	}
+	if !StatusDetailOnly(prev.Status, now.Status) {
+		t.Errorf("the leader's change was more than detail, so this test proves nothing:\n%+v\n%+v", prev.Status, now.Status)
+	}
+}
+
+// A serving that is gone (deleted mid rollout, say) leaves nothing behind in the reconciler's
+// per-serving memory; another serving's stays.
+func TestAServingGoneIsForgotten(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	gone := types.NamespacedName{Namespace: "default", Name: "gone"}
+	other := types.NamespacedName{Namespace: "default", Name: "other"}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(testenv.Scheme()).Build(), Scheme: testenv.Scheme(), Clock: clocktesting.NewFakeClock(t0)}
+	for _, k := range []types.NamespacedName{gone, other} {
+		r.statusWritten.Store(k, t0)
+		r.rolloutStart.Store(k, t0)
+		r.applied.Store(childKey{"LeaderWorkerSet", k}, int64(1))
+	}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: gone}); err != nil {
+		t.Fatal(err)
+	}
+	for what, m := range map[string]*sync.Map{"statusWritten": &r.statusWritten, "rolloutStart": &r.rolloutStart} {
+		if _, ok := m.Load(gone); ok {
+			t.Errorf("%s still holds the serving that is gone", what)
+		}
+		if _, ok := m.Load(other); !ok {
+			t.Errorf("%s lost another serving", what)
+		}
+	}
+	if _, ok := r.applied.Load(childKey{"LeaderWorkerSet", gone}); ok {
+		t.Error("applied still holds the LeaderWorkerSet of the serving that is gone")
+	}
+	if _, ok := r.applied.Load(childKey{"LeaderWorkerSet", other}); !ok {
+		t.Error("applied lost another serving's LeaderWorkerSet")
 	}
 }

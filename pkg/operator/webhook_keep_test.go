@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,17 +20,7 @@ import (
 func TestWebhookConfigurationsServedElsewhereAreLeftAlone(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
-	caPEM, certPEM, keyPEM, err := SelfSignedCerts([]string{"localhost", "127.0.0.1"}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := httptest.NewUnstartedServer(http.NotFoundHandler())
-	other.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
-	other.StartTLS()
+	caPEM, other := liveOperator(t)
 	defer other.Close()
 	_, otherPort, _ := net.SplitHostPort(other.Listener.Addr().String())
 	port, _ := strconv.Atoi(otherPort)
@@ -72,4 +63,62 @@ func TestWebhookConfigurationsServedElsewhereAreLeftAlone(t *testing.T) {
 	if got := servedElsewhere(ctx, cs, inCluster); got != "" {
 		t.Errorf("in-cluster options: servedElsewhere = %q, want \"\"", got)
 	}
+}
+
+// With leader election the leader takes the configurations over at once, even from another live
+// operator they call (the replica that led before, still answering while it hands them over).
+func TestElectedLeaderTakesTheWebhookConfigurationsOver(t *testing.T) {
+	caPEM, before := liveOperator(t)
+	defer before.Close()
+	_, beforePort, _ := net.SplitHostPort(before.Listener.Addr().String())
+	port, _ := strconv.Atoi(beforePort)
+	cs := fake.NewClientset()
+	theirs := DefaultWebhookOptions()
+	theirs.URLHost, theirs.Port = "127.0.0.1", port
+	if err := ApplyWebhookConfigurations(context.Background(), cs, theirs, caPEM); err != nil {
+		t.Fatal(err)
+	}
+	ours := theirs
+	ours.Port = port + 1
+	theirURL := "https://127.0.0.1:" + beforePort + pathMutateLWS
+	stale := errors.New("not written: fenced")
+	for _, tc := range []struct {
+		name  string
+		fence func() error
+		err   error
+		want  string // the URL the configurations call afterwards, when not ours
+	}{
+		{"without election: left to the live operator", nil, nil, theirURL},
+		{"elected, but fenced (a resumed leader past its renew deadline): not written", func() error { return stale }, stale, theirURL},
+		{"elected: taken over", func() error { return nil }, nil, ""},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		err := KeepWebhookConfigurations(ctx, cs, ours, caPEM, time.Hour, tc.fence)
+		cancel()
+		if !errors.Is(err, tc.err) {
+			t.Errorf("%s: error %v, want %v", tc.name, err, tc.err)
+		}
+		got, _ := calledElsewhere(context.Background(), cs, ours.ConfigName, "127.0.0.1:"+strconv.Itoa(ours.Port))
+		if got != tc.want {
+			t.Errorf("%s: the configurations call %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// liveOperator is a TLS server standing in for another operator's webhooks, with a certificate
+// for 127.0.0.1 from the CA returned.
+func liveOperator(t *testing.T) (caPEM []byte, srv *httptest.Server) {
+	t.Helper()
+	caPEM, certPEM, keyPEM, err := SelfSignedCerts([]string{"localhost", "127.0.0.1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	srv.StartTLS()
+	return caPEM, srv
 }

@@ -107,6 +107,12 @@ func leaving(g Group, desired int32, haveLWS bool, replicas int32) bool {
 	return int32(g.Index) >= desired && (leader == PodTerminating || leader == PodMissing)
 }
 
+// RolePlanOf is the planner's decision as the summary reads it (PlanStatus is the same decision
+// as status.plan stores it: the two conversions of a plan live here, side by side).
+func RolePlanOf(p roleplan.Plan) RolePlan {
+	return RolePlan{Step: p.Step, Steps: p.Steps, State: string(p.State), Why: p.Why}
+}
+
 // PlanStatus is the planner's decision as status.plan reports it, for revision rev; nil when no
 // plan was made (the spec cannot be served).
 func PlanStatus(p roleplan.Plan, rev string) *v1.PlanStatus {

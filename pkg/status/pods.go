@@ -2,8 +2,8 @@
 // the state and reason of each pod, the readiness of each group, the counts, conditions and phase
 // of the serving, and whether a rollout is done. It is pure (no clients, no clock: callers pass
 // the time) and is shared by the operator's status, `rollout status`, `describe` and the live view.
-// It imports only the API packages (and may use pkg/naming and pkg/revision); never the operator
-// or a view.
+// It imports only the API packages (and may use pkg/naming, pkg/revision and pkg/roleplan, whose
+// planner's input PlanInput counts from the groups); never the operator or a view.
 package status
 
 import (

@@ -111,6 +111,7 @@ func roleStatusBase(prev v1.ModelServingStatus, name v1.RoleName) v1.ModelServin
 	for _, r := range prev.Roles {
 		if r.Name == name {
 			out.Replicas, out.ReadyReplicas, out.UpdatedReplicas, out.ReadyGroups = r.Replicas, r.ReadyReplicas, r.UpdatedReplicas, r.ReadyGroups
+			out.Groups = r.Groups
 			// The role's pods are created for both ids (v1.RoleRestartID): so is its record.
 			out.RestartID = v1.RoleRestartID(prev.RestartID, r.RestartID)
 		}

@@ -146,3 +146,66 @@ func TestSummarizeRoles(t *testing.T) {
 		})
 	}
 }
+
+// A new group that became ready while the rolling update took the next old group down leaves
+// every count where it was (an operator away in between sees both at once): the stored groups
+// show the progress, and the deadline does not pass on it. A role's groups are its own.
+func TestAGroupBecomingReadyIsProgressThoughTheCountsStay(t *testing.T) {
+	long := &metav1.Time{Time: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)} // an hour before pdInput's now
+	group := func(i int32, rev string, ready bool) v1.GroupStatus {
+		g := v1.GroupStatus{Index: i, Revision: rev, Ready: ready, Size: 2}
+		if ready {
+			g.ReadyPods = 2
+		}
+		return g
+	}
+	down := func(pods []corev1.Pod) {
+		for i := range pods[:2] { // prefill group 0: taken down for the update
+			pods[i].DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 12, 1, 11, 59, 0, 0, time.UTC)}
+			pods[i].Status.Conditions[1].Status = corev1.ConditionFalse
+		}
+	}
+	downAndLoading := func(pods []corev1.Pod) {
+		down(pods)
+		for i := range pods[2:4] { // prefill group 1: new, not ready yet
+			pods[2+i].Status.Conditions[1].Status = corev1.ConditionFalse
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		prefill v1.RoleStatus // the stored status of the role
+		mutate  func([]corev1.Pod)
+		want    string
+		ready   int32
+	}{
+		{
+			name:    "group 1 of prefill became ready as group 0 went down: progress",
+			prefill: v1.RoleStatus{Name: v1.RolePrefill, Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 1, Groups: []v1.GroupStatus{group(0, "r1", true), group(1, "r2", false)}},
+			mutate:  down, want: v1.ReasonRollingOut, ready: 7,
+		},
+		{
+			name:    "the same groups as stored: the deadline passed",
+			prefill: v1.RoleStatus{Name: v1.RolePrefill, Replicas: 2, ReadyReplicas: 0, UpdatedReplicas: 1, Groups: []v1.GroupStatus{group(0, "r1", false), group(1, "r2", false)}},
+			mutate:  downAndLoading, want: v1.ReasonProgressDeadlineExceeded, ready: 6,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := fixtures.Serving("qwen", "ns").Roles(2, 6, 2).Obj()
+			var decode []v1.GroupStatus
+			for i, r := range []string{"r1", "r1", "r1", "r1", "r1", "r2"} {
+				decode = append(decode, group(int32(i), r, true))
+			}
+			ms.Status = v1.ModelServingStatus{UpdateRevision: "r2", CurrentRevision: "r1", LastProgressTime: long, Roles: []v1.RoleStatus{
+				tc.prefill, {Name: v1.RoleDecode, Replicas: 6, ReadyReplicas: 6, UpdatedReplicas: 1, Groups: decode},
+			}}
+			ms.Spec.Rollout.ProgressDeadline = &metav1.Duration{Duration: 5 * time.Minute}
+			sum := status.Summarize(pdInput(ms, "r1", "r2", 1, 5, tc.mutate))
+			if sum.Progress.Reason != tc.want {
+				t.Errorf("Progressing %s (%s), want %s", sum.Progress.Reason, sum.Progress.Message, tc.want)
+			}
+			if sum.Ready != tc.ready || sum.Updated != 2 {
+				t.Errorf("ready %d, updated %d: want the stored totals, %d and 2", sum.Ready, sum.Updated, tc.ready)
+			}
+		})
+	}
+}

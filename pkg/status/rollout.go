@@ -46,7 +46,7 @@ func RolloutStatus(ms *v1.ModelServing) (message string, done bool, err error) {
 		d.Reason == v1.ReasonInvalidSpec && d.ObservedGeneration >= ms.Generation {
 		return "", false, &RolloutFailedError{Name: ms.Name, Reason: v1.ReasonInvalidSpec, Detail: d.Message}
 	}
-	if ms.Status.ObservedGeneration < ms.Generation {
+	if !OfSpec(ms) {
 		return fmt.Sprintf("Waiting for rollout to finish: the operator has not yet observed generation %d of serving %q (it last acted on %d)...\n",
 			ms.Generation, ms.Name, ms.Status.ObservedGeneration), false, nil
 	}
@@ -68,13 +68,7 @@ func RolloutStatus(ms *v1.ModelServing) (message string, done bool, err error) {
 // waitingFor says what a rollout in progress waits for, from the stored counts.
 func waitingFor(ms *v1.ModelServing, p *metav1.Condition) string {
 	st := ms.Status
-	desired := ptrOr(ms.Spec.Replicas, 1)
-	if len(ms.Spec.Roles) > 0 { // spec.replicas stays 1 with roles: the groups are the roles'
-		desired = 0
-		for _, r := range ms.Spec.Roles {
-			desired += ptrOr(r.Replicas, 0)
-		}
-	}
+	desired := DesiredGroups(ms.Spec)
 	var msg string
 	switch {
 	case p != nil && p.Reason == v1.ReasonRolloutPaused:
@@ -118,3 +112,7 @@ func partitionsOf(ms *v1.ModelServing) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// OfSpec tells whether the serving's status is the operator's report on the spec as it is now
+// (observedGeneration caught up with generation): views say so rather than show an older report.
+func OfSpec(ms *v1.ModelServing) bool { return ms.Status.ObservedGeneration >= ms.Generation }

@@ -145,3 +145,28 @@ func TestRolloutStatusOfRolesNamesEachRolesPartition(t *testing.T) {
 		t.Errorf("got (%q, %v, %v), want %q", msg, done, err, want)
 	}
 }
+
+// DesiredGroups is what the summary counts as desired, for views of a serving the operator has
+// not reported yet: spec.replicas, or every role's groups (an unset count is the CRD's default 1).
+func TestDesiredGroupsIsTheSummarysDesired(t *testing.T) {
+	unsetPrefill := fixtures.Serving("pd", "default").Roles(2, 6, 2).Obj()
+	unsetPrefill.Spec.Roles[0].Replicas = nil
+	unset := fixtures.Serving("qwen", "default").Obj()
+	unset.Spec.Replicas = nil
+	for _, tc := range []struct {
+		name string
+		ms   *v1.ModelServing
+		want int32
+	}{
+		{"spec.replicas", fixtures.Serving("qwen", "default").Replicas(3).Obj(), 3},
+		{"spec.replicas unset", unset, 1},
+		{"roles: every role's groups, not spec.replicas", fixtures.Serving("pd", "default").Roles(2, 6, 2).Obj(), 8},
+		{"roles, one count unset", unsetPrefill, 7},
+	} {
+		got := status.DesiredGroups(tc.ms.Spec)
+		sum := status.Summarize(status.InputOf(status.Observed{Serving: tc.ms}, now))
+		if got != tc.want || sum.Desired != tc.want {
+			t.Errorf("%s: DesiredGroups %d, the summary's Desired %d; want %d", tc.name, got, sum.Desired, tc.want)
+		}
+	}
+}

@@ -124,7 +124,7 @@ func Summarize(in Input) Summary {
 
 	prev := ms.Status
 	s.Progressed = prev.UpdateRevision != in.UpdateRevision || prev.Replicas != s.Replicas ||
-		prev.ReadyReplicas != s.Ready || prev.UpdatedReplicas != s.Updated
+		prev.ReadyReplicas != s.Ready || prev.UpdatedReplicas != s.Updated || groupBecameReady(prev.Groups, s.Groups)
 	deadline, stalled := s.progressDeadline(in, paused)
 
 	s.Available = availableCondition(s)
@@ -132,6 +132,35 @@ func Summarize(in Input) Summary {
 	s.Progress = progressingCondition(s, in, paused, canaryHeld, stalled, deadline, partition)
 	s.Phase = phase(s, in)
 	return s
+}
+
+// groupBecameReady reports a group ready now that the stored status shows not ready, or ready on
+// another revision. That is progress the totals can hide: a new group becoming ready while the
+// rolling update takes the next old group down, between two passes (an operator that was away
+// while it happened), leaves every count where it was.
+func groupBecameReady(stored []v1.GroupStatus, groups []Group) bool {
+	if len(stored) == 0 {
+		return false // no groups recorded (a status of an older operator): the counts decide
+	}
+	before := make(map[int]v1.GroupStatus, len(stored))
+	last := -1
+	for _, g := range stored {
+		before[int(g.Index)] = g
+		last = max(last, int(g.Index))
+	}
+	for _, g := range groups {
+		if !g.Ready() {
+			continue
+		}
+		was, ok := before[g.Index]
+		switch {
+		case !ok && len(stored) >= v1.MaxStatusGroups && g.Index > last:
+			continue // beyond the groups the status holds: the counts decide
+		case !ok, !was.Ready, was.Revision != g.Revision:
+			return true
+		}
+	}
+	return false
 }
 
 // progressDeadline is the serving's progress deadline and whether it passed without progress;
@@ -357,6 +386,21 @@ func listShort(items []string) string {
 
 // maxConditionMessage keeps condition messages well within metav1.Condition's 32768 bytes.
 const maxConditionMessage = 4096
+
+// DesiredGroups is how many groups the spec asks for: spec.replicas, or with spec.roles (where
+// spec.replicas stays 1) every role's spec.roles[].replicas; an unset count is its default, 1.
+// It is what the summary's Desired is once the operator reports, for views of a serving it has
+// not reported yet.
+func DesiredGroups(spec v1.ModelServingSpec) int32 {
+	if len(spec.Roles) == 0 {
+		return ptrOr(spec.Replicas, 1)
+	}
+	var n int32
+	for _, r := range spec.Roles {
+		n += ptrOr(r.Replicas, 1)
+	}
+	return n
+}
 
 func ptrOr(p *int32, def int32) int32 {
 	if p == nil {

@@ -97,12 +97,6 @@ func (f *fakeSource) stream(name string) *stream {
 	return f.streams[name]
 }
 
-func (f *fakeSource) set(name string, s Snapshot) {
-	f.mu.Lock()
-	f.snaps[name] = s
-	f.mu.Unlock()
-}
-
 // newTestModel is the view of serving name (the list when "") at a fixed size and clock.
 func newTestModel(t testing.TB, name string, w, h int, actions Actions) Model {
 	t.Helper()

@@ -39,11 +39,6 @@ func DefaultKeyMap() KeyMap {
 	}
 }
 
-// servingHelp is the footer of the serving view.
-func (k KeyMap) servingHelp() []key.Binding {
-	return []key.Binding{k.Up, k.Down, k.Open, k.RestartGroup, k.Restart, k.Pause, k.Promote, k.Abort, k.Filter, k.Help, k.Quit}
-}
-
 // listHelp is the footer of the list of servings.
 func (k KeyMap) listHelp() []key.Binding {
 	return []key.Binding{k.Up, k.Down, k.Open, k.Filter, k.Help, k.Quit}

@@ -1,11 +1,14 @@
 package tui
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
 )
 
 // run runs a command and the commands it leads to until one waits on a stream or ticks,
@@ -88,4 +91,26 @@ func TestEmptyList(t *testing.T) {
 	m = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 20})
 	m = feed(t, m, Snapshot{Synced: true})
 	mustContain(t, display(t, m), "no serving in namespace team-a: create one with kubectl llm deploy")
+}
+
+// A serving with roles the operator has not reported yet counts every role's groups, not
+// spec.replicas (which stays 1 with roles), in the plain lines and the list screen alike.
+func TestListOfARolesServingNotReportedYet(t *testing.T) {
+	pd := fixtures.Serving("pd", "default").Roles(2, 6, 2).Obj()
+	var out bytes.Buffer
+	p := newPlainPrinter(Config{Out: &out, Clock: clock, Namespace: "default"}.withDefaults())
+	if _, err := p.print(Snapshot{Synced: true, Servings: []v1.ModelServing{*pd}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "serving pd: Unknown, 0/8 groups ready") {
+		t.Errorf("plain line %q, want 0/8 groups ready", out.String())
+	}
+	m := newModel(Config{Namespace: "default", Clock: clock}, &fakeSource{snaps: map[string]Snapshot{"": {Synced: true, Servings: []v1.ModelServing{*pd}}}})
+	m = update(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	m, cmd := step(t, m, m.open(""))
+	m, _ = step(t, m, cmd)
+	m = update(t, m, flushMsg{})
+	if l := lineWith(t, display(t, m), "pd"); !strings.Contains(l, "0/8") {
+		t.Errorf("list line %q, want 0/8", l)
+	}
 }

@@ -140,7 +140,7 @@ func (p *plainPrinter) print(s Snapshot) (bool, error) {
 			p.printf(now, "role %s: rolled out to revision %s", c.Name, ms.Status.UpdateRevision)
 		}
 	}
-	if line := StepLine(ms.Status.Plan); line != "" && line != p.step {
+	if line := ServingStepLine(ms); line != "" && line != p.step {
 		p.step = line
 		p.printf(now, "serving %s: %s", ms.Name, line)
 	}
@@ -226,7 +226,7 @@ func (p *plainPrinter) printList(now time.Time, s Snapshot) {
 		seen[ms.Name] = true
 		ready := ms.Status.ReadyGroups
 		if ready == "" {
-			ready = fmt.Sprintf("%d/%d", ms.Status.ReadyReplicas, ptr.Deref(ms.Spec.Replicas, 1))
+			ready = fmt.Sprintf("%d/%d", ms.Status.ReadyReplicas, status.DesiredGroups(ms.Spec))
 		}
 		line := fmt.Sprintf("serving %s: %s, %s groups ready, %d updated, model %s", ms.Name,
 			orDefault(string(ms.Status.Phase), "Unknown"), ready, ms.Status.UpdatedReplicas, ms.Spec.Model)

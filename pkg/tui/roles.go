@@ -22,6 +22,21 @@ func RoleRestartID(spec v1.ModelServingSpec, role v1.RoleName) string {
 	return v1.RoleRestartID(serving, own)
 }
 
+// ServingStepLine is StepLine of the serving's plan while that plan is of the serving's spec; when
+// the spec changed since (a new image set, the operator not through it yet) or the plan is of
+// another revision than the status's update revision, it says the plan is waited for rather than
+// show the old one ("step 6/6: complete" just after a set image).
+func ServingStepLine(ms *v1.ModelServing) string {
+	p := ms.Status.Plan
+	if p == nil {
+		return ""
+	}
+	if !status.OfSpec(ms) || (p.Revision != "" && p.Revision != ms.Status.UpdateRevision) {
+		return fmt.Sprintf("waiting for the operator to plan generation %d", ms.Generation)
+	}
+	return StepLine(p)
+}
+
 // StepLine says where the operator's plan (status.plan) is, in one line: "step 2/6: waiting for
 // decode: 1 of 2 new groups ready", "step 3/6: moving to prefill 1 of 2, decode 3 of 6 group(s) on
 // the new revision", "no rollout under way"; "" when the status has no plan (an operator that

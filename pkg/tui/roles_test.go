@@ -20,6 +20,7 @@ import (
 func rolesSnapshot() Snapshot {
 	ms := fixtures.Serving("pd", "default").Roles(2, 6, 2).Obj()
 	ms.Status.CurrentRevision, ms.Status.UpdateRevision = "pd-r1", "pd-r2"
+	ms.Status.ObservedGeneration = ms.Generation // the operator planned this spec
 	var pods []corev1.Pod
 	for g, rev := range []string{"pd-r1", "pd-r2"} {
 		pods = append(pods, fixtures.RoleGroup("pd", v1.RolePrefill, g, 2, rev)...)
@@ -226,5 +227,30 @@ func TestARoleWhoseRolloutCompletedIsNoticed(t *testing.T) {
 	}
 	if out := display(t, feed(t, newTestModel(t, "pd", 140, 30, nil), rest)); strings.Contains(out, ", rolled out") {
 		t.Errorf("a role at rest noticed as rolled out:\n%s", out)
+	}
+}
+
+// The stored plan is of the spec the operator last saw: right after a set image (generation
+// ahead of observedGeneration), or with a plan of another revision, the line says the plan is
+// waited for, never the old plan's "complete".
+func TestServingStepLineWaitsForAPlanOfTheCurrentSpec(t *testing.T) {
+	s := rolesSnapshot()
+	ms := s.Serving.DeepCopy()
+	ms.Generation, ms.Status.ObservedGeneration = 3, 3
+	if got, want := ServingStepLine(ms), "step 2/6: waiting for decode: 1 of 2 new groups ready"; got != want {
+		t.Errorf("current plan: %q, want %q", got, want)
+	}
+	ahead := ms.DeepCopy()
+	ahead.Generation = 4
+	if got, want := ServingStepLine(ahead), "waiting for the operator to plan generation 4"; got != want {
+		t.Errorf("spec changed since: %q, want %q", got, want)
+	}
+	other := ms.DeepCopy()
+	other.Status.Plan.Revision = "qwen-0ld"
+	if got, want := ServingStepLine(other), "waiting for the operator to plan generation 3"; got != want {
+		t.Errorf("a plan of another revision: %q, want %q", got, want)
+	}
+	if got := ServingStepLine(&v1.ModelServing{}); got != "" {
+		t.Errorf("no plan: %q, want none", got)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"k8s.io/utils/ptr"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
 // The list screen: the servings of a namespace, one to open.
@@ -41,7 +41,7 @@ func (m Model) listBody(h int) []string {
 		ms := m.list[m.rows[i]]
 		ready := ms.Status.ReadyGroups
 		if ready == "" {
-			ready = fmt.Sprintf("%d/%d", ms.Status.ReadyReplicas, ptr.Deref(ms.Spec.Replicas, 1))
+			ready = fmt.Sprintf("%d/%d", ms.Status.ReadyReplicas, status.DesiredGroups(ms.Spec))
 		}
 		phase := orDefault(string(ms.Status.Phase), "Unknown")
 		line := fmt.Sprintf(listFormat, ms.Name, ms.Spec.Model, ready, strconv.Itoa(int(ms.Status.UpdatedReplicas)),

@@ -159,7 +159,7 @@ func (m Model) header() []string {
 		if r.Paused {
 			l4 += s.Warning.Render(" · PAUSED")
 		}
-		if line := StepLine(ms.Status.Plan); line != "" {
+		if line := ServingStepLine(ms); line != "" {
 			l5 = s.Dim.Render(line)
 		}
 	}

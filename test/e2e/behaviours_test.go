@@ -502,6 +502,11 @@ func TestOperatorRestartMidRolloutFinishesWithoutDuplicateGroups(t *testing.T) {
 		return false, nil
 	})
 	op.stop()
+	// A stopped operator removes the certificate directory it made (a laptop's operator left
+	// one, its private key included, in the temp directory at every run).
+	if left := op.leftInTemp(); len(left) > 0 {
+		t.Errorf("the operator stopped by SIGTERM left %v in its TMPDIR", left)
+	}
 	time.Sleep(2 * time.Second)
 	if err := op.start(); err != nil {
 		t.Fatal(err)

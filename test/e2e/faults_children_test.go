@@ -347,29 +347,8 @@ func TestFaultsChildren(t *testing.T) {
 			}
 		}},
 		{name: "serving deleted with --cascade=orphan, then made again", inject: func(t *testing.T, ns, name string) {
-			uids := podUIDs(t, ns, name)
-			old := getServing(t, ns, name)
 			fault(t, "kubectl delete --cascade=orphan the serving, then create it again with the same spec")
-			if out, err := kubectlCmd("delete", "modelserving", name, "-n", ns, "--cascade=orphan", "--wait=true", "--timeout=60s"); err != nil {
-				t.Fatalf("kubectl delete --cascade=orphan: %v\n%s", err, out)
-			}
-			// What the user asked for: the groups keep running, the children stay.
-			lws := &lwsv1.LeaderWorkerSet{}
-			if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws); err != nil {
-				violation(t, "the LeaderWorkerSet is gone after --cascade=orphan: %v", err)
-			}
-			testenv.Eventually(t, 30*time.Second, "the garbage collector to orphan the children", func() (bool, error) {
-				err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws)
-				return err == nil && metav1.GetControllerOf(lws) == nil, err
-			})
-			if now := podUIDs(t, ns, name); !sameKeys(now, uids) {
-				violation(t, "pods changed after --cascade=orphan: %d before, %d after", len(uids), len(now))
-			}
-			again := newServing(ns, name, 2, 2, 1)
-			again.Spec = *old.Spec.DeepCopy()
-			if err := kc.Create(ctx, again); err != nil {
-				t.Fatal(err)
-			}
+			uids := orphanAndMakeAgain(t, ns, name)
 			// The decision: the new serving adopts them, and no group is made again.
 			waitReady(t, ns, name, settle)
 			if err := childrenOwnedByTheLiveServing(ns, name); err == nil {
@@ -379,6 +358,37 @@ func TestFaultsChildren(t *testing.T) {
 			}
 		}},
 	})
+}
+
+// orphanAndMakeAgain deletes the serving with kubectl delete --cascade=orphan, checks that its
+// children and groups stay, and makes it again with the same spec. It returns the pods' UIDs from
+// before.
+func orphanAndMakeAgain(t *testing.T, ns, name string) map[types.UID]bool {
+	t.Helper()
+	ctx := context.Background()
+	uids := podUIDs(t, ns, name)
+	old := getServing(t, ns, name)
+	if out, err := kubectlCmd("delete", "modelserving", name, "-n", ns, "--cascade=orphan", "--wait=true", "--timeout=60s"); err != nil {
+		t.Fatalf("kubectl delete --cascade=orphan: %v\n%s", err, out)
+	}
+	// What the user asked for: the groups keep running, the children stay.
+	lws := &lwsv1.LeaderWorkerSet{}
+	if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws); err != nil {
+		violation(t, "the LeaderWorkerSet is gone after --cascade=orphan: %v", err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the garbage collector to orphan the children", func() (bool, error) {
+		err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws)
+		return err == nil && metav1.GetControllerOf(lws) == nil, err
+	})
+	if now := podUIDs(t, ns, name); !sameKeys(now, uids) {
+		violation(t, "pods changed after --cascade=orphan: %d before, %d after", len(uids), len(now))
+	}
+	again := newServing(ns, name, 2, 2, 1)
+	again.Spec = *old.Spec.DeepCopy()
+	if err := kc.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	return uids
 }
 
 func sameKeys(a, b map[types.UID]bool) bool {

@@ -211,39 +211,27 @@ func TestFaultsControlPlane(t *testing.T) {
 			}
 		})
 	}
-	t.Run("kube-apiserver restarted mid rolling update, rollout status and get -w watching", func(t *testing.T) {
+	t.Run("kube-apiserver restarted mid rolling update, rollout status, get -w and watch watching", func(t *testing.T) {
 		ns := namespace(t)
 		faultCase(t, ns, newServing(ns, "ap", 2, 2, 1))
 		copies := watchForCopies(t, ns, "ap")
 		update(t, ns, "ap", newImage)
 		underWay(t, ns, "ap", getServing(t, ns, "ap").Generation)
-		status := exec.Command(binary, "--kubeconfig", cluster.Kubeconfig, "rollout", "status", "ap", "-n", ns, "--timeout", "150s")
-		out := &testenv.SyncBuffer{}
-		status.Stdout, status.Stderr = out, out
-		if err := status.Start(); err != nil {
-			t.Fatal(err)
-		}
+		out, done := startCLI(t, "rollout", "status", "ap", "-n", ns, "--timeout", "150s")
 		// kubectl llm get -w too, which prints a line for every change of the serving.
-		watch := exec.Command(binary, "--kubeconfig", cluster.Kubeconfig, "get", "-w", "-n", ns)
-		watched := &testenv.SyncBuffer{}
-		watch.Stdout, watch.Stderr = watched, watched
-		if err := watch.Start(); err != nil {
-			t.Fatal(err)
-		}
-		watchDone := make(chan error, 1)
-		go func() { watchDone <- watch.Wait() }()
-		defer func() { _ = watch.Process.Kill() }()
-		// The fault comes once both have listed the serving (their first line): an API server
-		// that is away before the first list is a different case, a clear error at once.
-		testenv.Eventually(t, 30*time.Second, "rollout status's and get -w's first lines", func() (bool, error) {
-			return strings.Contains(out.String(), "\n") && strings.Count(watched.String(), "\n") >= 2, nil // get: header and row
+		watched, watchDone := startCLI(t, "get", "-w", "-n", ns)
+		// And the live view's plain lines (kubectl llm watch --no-tui), whose watches are pkg/tui's.
+		viewed, viewDone := startCLI(t, "watch", "ap", "--no-tui", "-n", ns)
+		// The fault comes once all three have listed the serving (their first line): an API
+		// server that is away before the first list is a different case, a clear error at once.
+		testenv.Eventually(t, 30*time.Second, "rollout status's, get -w's and watch's first lines", func() (bool, error) {
+			return strings.Contains(out.String(), "\n") && strings.Count(watched.String(), "\n") >= 2 && // get: header and row
+				strings.Contains(viewed.String(), "serving ap: "), nil
 		})
-		fault(t, "restart kube-apiserver (down 1 s) while groups are being replaced and rollout status and get -w watch")
+		fault(t, "restart kube-apiserver (down 1 s) while groups are being replaced and rollout status, get -w and watch --no-tui watch")
 		if err := cluster.RestartAPIServer(ctx, time.Second); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- status.Wait() }()
 		select {
 		case err := <-done:
 			if err != nil {
@@ -252,19 +240,16 @@ func TestFaultsControlPlane(t *testing.T) {
 				t.Logf("rollout status: %s", lastLine(out.String()))
 			}
 		case <-time.After(3 * settle):
-			_ = status.Process.Kill()
 			violation(t, "kubectl llm rollout status still waiting after %s:\n%s", 3*settle, out.String())
 		}
 		checkInvariants(t, ns, "ap", 2, 2, copies, faultQuiet)
-		// A change after the restart reaches get -w, still running: a label, which the operator
-		// leaves alone, is a new version of the serving.
+		// A change after the restart reaches get -w and watch, still running: a pause, which
+		// get -w prints as a new version of the serving and the view's serving line shows.
 		lines := strings.Count(watched.String(), "\n")
-		update(t, ns, "ap", func(ms *v1.ModelServing) {
-			if ms.Labels == nil {
-				ms.Labels = map[string]string{}
-			}
-			ms.Labels["e2e-after-restart"] = "yes"
-		})
+		viewedBefore := len(viewed.String())
+		if out, err := kubectlLLM("rollout", "pause", "ap", "-n", ns); err != nil {
+			t.Fatalf("kubectl llm rollout pause: %v\n%s", err, out)
+		}
 		select {
 		case err := <-watchDone:
 			violation(t, "kubectl llm get -w exited across the API server restart (%v):\n%s", err, watched.String())
@@ -274,7 +259,32 @@ func TestFaultsControlPlane(t *testing.T) {
 			})
 			t.Logf("get -w, after the restart and a change: %s", lastLine(watched.String()))
 		}
+		select {
+		case err := <-viewDone:
+			violation(t, "kubectl llm watch --no-tui exited across the API server restart (%v):\n%s", err, viewed.String())
+		case <-time.After(0):
+			testenv.Eventually(t, 30*time.Second, "watch --no-tui to print the change made after the restart", func() (bool, error) {
+				return strings.Contains(viewed.String()[viewedBefore:], ", paused"), fmt.Errorf("watch --no-tui printed:\n%s", viewed.String())
+			})
+			t.Logf("watch --no-tui, after the restart and a change: %s", lastLine(viewed.String()))
+		}
 	})
+}
+
+// startCLI starts kubectl llm with args against the simulated cluster; its output goes to out,
+// its exit to done. It is killed when the test ends.
+func startCLI(t *testing.T, args ...string) (out *testenv.SyncBuffer, done <-chan error) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
+	out = &testenv.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return out, exited
 }
 
 // twoReplicas replaces the operator by two replicas with leader election (args), logging to the
@@ -283,12 +293,38 @@ func TestFaultsControlPlane(t *testing.T) {
 // again.
 func twoReplicas(t *testing.T, logA, logB string, args []string) (lead, other *operatorProcess) {
 	t.Helper()
+	reps := electionReplicas(t, args, logA, logB)
+	a, b := reps[0], reps[1]
+	for _, p := range reps {
+		if err := p.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 60*time.Second, "a leader", func() (bool, error) {
+		switch webhookPort() {
+		case a.port:
+			lead, other = a, b
+		case b.port:
+			lead, other = b, a
+		}
+		return lead != nil, nil
+	})
+	return lead, other
+}
+
+// electionReplicas stops the operator and returns replicas with args, one per log file, not
+// started. When the test ends the running ones are stopped (SIGTERM) and the operator started
+// again.
+func electionReplicas(t *testing.T, args []string, logs ...string) []*operatorProcess {
+	t.Helper()
 	op.kill()
 	dir := filepath.Dir(op.logPath)
-	a := &operatorProcess{logPath: filepath.Join(dir, logA), args: args}
-	b := &operatorProcess{logPath: filepath.Join(dir, logB), args: args}
+	var reps []*operatorProcess
+	for _, l := range logs {
+		reps = append(reps, &operatorProcess{logPath: filepath.Join(dir, l), args: args})
+	}
 	t.Cleanup(func() {
-		for _, p := range []*operatorProcess{a, b} {
+		for _, p := range reps {
 			if p.running() {
 				began := time.Now()
 				p.stop()
@@ -304,21 +340,7 @@ func twoReplicas(t *testing.T, logA, logB string, args []string) (lead, other *o
 			return webhookPort() == op.port, nil
 		})
 	})
-	for _, p := range []*operatorProcess{a, b} {
-		if err := p.start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testenv.Eventually(t, 60*time.Second, "a leader", func() (bool, error) {
-		switch webhookPort() {
-		case a.port:
-			lead, other = a, b
-		case b.port:
-			lead, other = b, a
-		}
-		return lead != nil, nil
-	})
-	return lead, other
+	return reps
 }
 
 // waitTakeover waits until the webhook configurations call other (it leads), failing the case

@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/failpoint"
+	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
@@ -33,6 +37,9 @@ type killCase struct {
 	// prepare runs with the normal operator before the one with the failpoint starts.
 	prepare func(t *testing.T, ns, name string)
 	trigger func(t *testing.T, ns, name string)
+	// down runs once the operator has exited at the failpoint, before it is started again: checks
+	// that the kill landed where the case says, and what the case records of that moment.
+	down func(t *testing.T, ns, name string)
 	// after runs once the operator is back, before the invariants (scale back up, say).
 	after func(t *testing.T, ns, name string)
 	// deleted: the trigger deletes the serving; what is checked is that nothing of it is left.
@@ -118,6 +125,42 @@ func TestFaultsKillPoints(t *testing.T) {
 			scaleTo(0)(t, ns, name)
 			waitNoGroups(t, ns, name)
 		}, trigger: scaleTo(2)},
+		{name: "rolling update: after an old revision was pruned, before the status", point: "after-prune",
+			prepare: fillHistory, trigger: func(t *testing.T, ns, name string) { update(t, ns, name, imageVersion(historyLimit)) },
+			down: checkPruned},
+		{name: "a group lost (its leader deleted): before the status reports it", point: "before-status", trigger: loseGroup1(false), after: checkGroupMadeAgain},
+		{name: "made again after --cascade=orphan: after the LeaderWorkerSet was adopted", point: "after-adopt",
+			trigger: func(t *testing.T, ns, name string) { killState.orphaned = orphanAndMakeAgain(t, ns, name) },
+			down:    checkAdoptedOnlyTheLWS,
+			after: func(t *testing.T, ns, name string) {
+				waitReady(t, ns, name, settle)
+				if now := podUIDs(t, ns, name); !sameKeys(now, killState.orphaned) {
+					violation(t, "the groups were made again on adoption: %d pods before, %d after, not the same", len(killState.orphaned), len(now))
+				}
+			}},
+		{name: "made again while the old children wait for the garbage collector: after the stale LeaderWorkerSet's deletion", point: "after-stale-delete",
+			trigger: deleteUnfinalizedAndMakeAgain, down: checkStaleLWSDeleted},
+		{name: "create: the embedded LWS after the leader StatefulSet, before any worker StatefulSet", point: "lws-after-create-leader-statefulset", fresh: true, trigger: create,
+			down: func(t *testing.T, ns, name string) {
+				leaders, workers := statefulSets(t, ns, name)
+				if len(leaders) != 1 || len(workers) != 0 {
+					violation(t, "killed with %d leader and %d worker StatefulSets, want 1 and 0", len(leaders), len(workers))
+				}
+				killState.made = leaders
+			},
+			after: checkStatefulSetsKept},
+		{name: "create: the embedded LWS after a worker StatefulSet", point: "lws-after-create-worker-statefulset", fresh: true, trigger: create,
+			down: func(t *testing.T, ns, name string) {
+				_, workers := statefulSets(t, ns, name)
+				if len(workers) == 0 {
+					violation(t, "killed with no worker StatefulSet")
+				}
+				killState.made = workers
+			},
+			after: checkStatefulSetsKept},
+		{name: "rolling update: the embedded LWS after it wrote the LeaderWorkerSet's status", point: "lws-after-update-leaderworkerset-status",
+			trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
+		{name: "a worker's container restarted: the embedded LWS after it deleted the group's leader", point: "lws-after-delete-pod", trigger: loseGroup1(true), after: checkGroupMadeAgain},
 		{name: "delete: after the children's deletion, before the finalizer goes", point: "finalize-after-delete", trigger: del, deleted: true},
 		{name: "delete: with the children gone, before the finalizer goes", point: "before-finalizer-removal", trigger: del, deleted: true},
 	}
@@ -149,12 +192,14 @@ func TestFaultsKillPoints(t *testing.T) {
 	}()
 	for i, tc := range cases {
 		<-ready[i]
+		// The namespace goes and the slot is freed after the case, and also for a case -run
+		// leaves out (its function never runs).
+		done := func() {
+			_ = kc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: starts[i]}})
+			<-slots
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			ns, name := starts[i], killName(i)
-			defer func() { <-slots }()
-			t.Cleanup(func() {
-				_ = kc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-			})
 			countCase(t)
 			if !tc.fresh {
 				waitReady(t, ns, name, settle)
@@ -179,6 +224,9 @@ func TestFaultsKillPoints(t *testing.T) {
 			if code != failpoint.ExitCode {
 				violation(t, "the operator exited with %d, not the failpoint's %d", code, failpoint.ExitCode)
 			}
+			if tc.down != nil {
+				tc.down(t, ns, name)
+			}
 			restartOperator(t)
 			if tc.after != nil {
 				tc.after(t, ns, name)
@@ -189,6 +237,236 @@ func TestFaultsKillPoints(t *testing.T) {
 			}
 			checkInvariants(t, ns, name, 2, 2, copies, faultQuiet)
 		})
+		done()
+	}
+}
+
+// killState is what a kill-point case records in one step for a later one (the cases run one at a
+// time).
+var killState struct {
+	orphaned map[types.UID]bool   // the pods' UIDs before an orphan deletion
+	made     map[string]types.UID // StatefulSets that existed at the kill
+	lost     lostGroup
+	oldUID   types.UID // the deleted serving's
+	frozen   int       // the pid of the frozen kube-controller-manager
+}
+
+// lostGroup: the pods' UIDs of the group that keeps running (0) and of the one that is lost (1).
+type lostGroup struct{ kept, gone map[string]types.UID }
+
+func imageVersion(i int) func(*v1.ModelServing) {
+	return func(ms *v1.ModelServing) { ms.Spec.Engine.Image = fmt.Sprintf("vllm/vllm-openai:v0.12.%d", i) }
+}
+
+// fillHistory records historyLimit-1 more revisions (new images, each recorded before the next):
+// the history is full, and the next one prunes the oldest.
+func fillHistory(t *testing.T, ns, name string) {
+	for i := 1; i < historyLimit; i++ {
+		update(t, ns, name, imageVersion(i))
+		updateRevision(t, ns, name, getServing(t, ns, name).Generation)
+	}
+	waitReady(t, ns, name, settle)
+	if n := len(revisionNumbers(t, ns, name)); n != historyLimit {
+		t.Fatalf("%d ControllerRevisions after filling the history, want %d", n, historyLimit)
+	}
+}
+
+// revisionNumbers are the numbers of the serving's ControllerRevisions, lowest first.
+func revisionNumbers(t *testing.T, ns, name string) []int64 {
+	t.Helper()
+	var revs appsv1.ControllerRevisionList
+	// The serving's own (LWS keeps ControllerRevisions with our labels too, without the hash).
+	if err := kc.List(context.Background(), &revs, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: name}, client.HasLabels{revision.LabelHash}); err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for _, r := range revs.Items {
+		out = append(out, r.Revision)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkPruned: killed after the prune, the oldest revision (1) is gone and the new one (11) kept.
+func checkPruned(t *testing.T, ns, name string) {
+	got := revisionNumbers(t, ns, name)
+	if len(got) != historyLimit || got[0] != 2 || got[len(got)-1] != historyLimit+1 {
+		violation(t, "revisions %v at the kill, want 2 to %d", got, historyLimit+1)
+	}
+}
+
+// loseGroup1 records the groups' pods and loses group 1's leader (deleted by hand) or, with
+// restarted, has a container of its worker restart (its status says so, as the kubelet's would),
+// which makes LWS recreate the group.
+func loseGroup1(restarted bool) func(t *testing.T, ns, name string) {
+	return func(t *testing.T, ns, name string) {
+		ctx := context.Background()
+		ps := live(pods(t, ns, name))
+		killState.lost = lostGroup{kept: uids(ps, 0), gone: uids(ps, 1)}
+		pod := name + "-1"
+		if restarted {
+			pod = name + "-1-1"
+		}
+		if _, ok := killState.lost.gone[pod]; !ok {
+			t.Fatalf("no pod %s in group 1: %v", pod, killState.lost.gone)
+		}
+		if !restarted {
+			if err := kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}}); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		p := &corev1.Pod{}
+		if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod}, p); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Status.ContainerStatuses) == 0 {
+			t.Fatalf("pod %s has no container status", pod)
+		}
+		p.Status.ContainerStatuses[0].RestartCount++
+		if err := kc.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkGroupMadeAgain: group 1 is made again whole (none of its pods kept) and Ready, and group 0
+// is left alone (the same pods). The status alone does not say so: killed before it reported
+// the loss, the serving still says Ready.
+func checkGroupMadeAgain(t *testing.T, ns, name string) {
+	testenv.Eventually(t, settle, "group 1 made again and Ready", func() (bool, error) {
+		now := live(pods(t, ns, name))
+		made := 0
+		for _, p := range now {
+			if p.Group == 1 && p.Ready && killState.lost.gone[p.Name] != p.UID {
+				made++
+			}
+		}
+		return made == 2, fmt.Errorf("pods %v", now)
+	})
+	if now := uids(live(pods(t, ns, name)), 0); !maps.Equal(now, killState.lost.kept) {
+		violation(t, "group 0 was touched: pods %v, before %v", now, killState.lost.kept)
+	}
+}
+
+// checkAdoptedOnlyTheLWS: killed right after the adoption of the LeaderWorkerSet, the Service is
+// still without a controller.
+func checkAdoptedOnlyTheLWS(t *testing.T, ns, name string) {
+	ctx := context.Background()
+	ms := getServing(t, ns, name)
+	lws := &lwsv1.LeaderWorkerSet{}
+	svc := &corev1.Service{}
+	if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-api"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(lws); ref == nil || ref.UID != ms.UID {
+		violation(t, "killed after the adoption, the LeaderWorkerSet's controller is %+v, not the new serving %s", ref, ms.UID)
+	}
+	if ref := metav1.GetControllerOf(svc); ref != nil {
+		violation(t, "killed after the LeaderWorkerSet's adoption, the Service is controlled already (%+v)", ref)
+	}
+}
+
+// deleteUnfinalizedAndMakeAgain: with the garbage collector (kube-controller-manager) and the
+// operator frozen, the serving is deleted and its finalizer removed by hand (as a user does with
+// a serving stuck Terminating), then made again with the same name. The operator, resumed, finds
+// children controlled by the earlier serving's UID, which the collector has not deleted.
+func deleteUnfinalizedAndMakeAgain(t *testing.T, ns, name string) {
+	ctx := context.Background()
+	pids, err := cluster.ComponentPids()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcm := pids["kube-controller-manager"]
+	if kcm == 0 {
+		t.Fatalf("no kube-controller-manager among %v", pids)
+	}
+	fault(t, "freeze kube-controller-manager and the operator (SIGSTOP); delete the serving and remove its finalizer by hand; make it again; resume the operator")
+	if err := syscall.Kill(kcm, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(kcm, syscall.SIGCONT) })
+	op.signal(t, syscall.SIGSTOP)
+	old := getServing(t, ns, name)
+	killState.oldUID = old.UID
+	if err := kc.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the serving gone", func() (bool, error) {
+		err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1.ModelServing{})
+		return apierrors.IsNotFound(err), err
+	})
+	if err := kc.Create(ctx, newServing(ns, name, 2, 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	op.signal(t, syscall.SIGCONT)
+	killState.frozen = kcm // the garbage collector resumes once the operator has exited, or the case ends
+}
+
+// checkStaleLWSDeleted: killed right after the stale LeaderWorkerSet's deletion, the Service is
+// still the earlier serving's (the collector is frozen); then the collector resumes.
+func checkStaleLWSDeleted(t *testing.T, ns, name string) {
+	ctx := context.Background()
+	defer func() {
+		if killState.frozen > 0 { // never 0: that would signal our own process group
+			_ = syscall.Kill(killState.frozen, syscall.SIGCONT)
+		}
+	}()
+	lws := &lwsv1.LeaderWorkerSet{}
+	err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws)
+	if err == nil && lws.DeletionTimestamp.IsZero() {
+		violation(t, "killed after the stale delete, the LeaderWorkerSet is there and not being deleted (controller %+v)", metav1.GetControllerOf(lws))
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{}
+	if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-api"}, svc); err != nil {
+		violation(t, "the earlier serving's Service: %v", err)
+	} else if ref := metav1.GetControllerOf(svc); ref == nil || ref.UID != killState.oldUID {
+		violation(t, "the Service's controller is %+v, not the earlier serving %s", ref, killState.oldUID)
+	}
+}
+
+// statefulSets are the serving's leader StatefulSet (named after its LeaderWorkerSet) and its
+// groups' worker StatefulSets, by name.
+func statefulSets(t *testing.T, ns, name string) (leaders, workers map[string]types.UID) {
+	t.Helper()
+	var list appsv1.StatefulSetList
+	if err := kc.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{lwsv1.SetNameLabelKey: name}); err != nil {
+		t.Fatal(err)
+	}
+	leaders, workers = map[string]types.UID{}, map[string]types.UID{}
+	for _, s := range list.Items {
+		if s.DeletionTimestamp != nil {
+			continue
+		}
+		if s.Name == name {
+			leaders[s.Name] = s.UID
+		} else {
+			workers[s.Name] = s.UID
+		}
+	}
+	return leaders, workers
+}
+
+// checkStatefulSetsKept: the StatefulSets that existed at the kill are the ones the groups run
+// on (none made twice), and the serving has its one leader and two worker StatefulSets.
+func checkStatefulSetsKept(t *testing.T, ns, name string) {
+	waitReady(t, ns, name, settle)
+	leaders, workers := statefulSets(t, ns, name)
+	for sts, uid := range killState.made {
+		if leaders[sts] != uid && workers[sts] != uid {
+			violation(t, "StatefulSet %s was made again (UID %s at the kill)", sts, uid)
+		}
+	}
+	if len(leaders) != 1 || len(workers) != 2 {
+		violation(t, "%d leader and %d worker StatefulSets, want 1 and 2", len(leaders), len(workers))
 	}
 }
 

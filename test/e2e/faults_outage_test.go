@@ -247,6 +247,36 @@ func (v *versions) flipped() string {
 	return ""
 }
 
+// checkInvariantsAs checks the invariants of a serving of replicas groups of 2 with p as the
+// operator, then that none of the watched values flipped (came back after another replaced it).
+func checkInvariantsAs(t *testing.T, p *operatorProcess, ns, name string, replicas int, copies *copyWatch, watched map[string]*versions) {
+	t.Helper()
+	opWas := op
+	op = p
+	defer func() { op = opWas }()
+	checkInvariants(t, ns, name, replicas, 2, copies, faultQuiet)
+	for what, v := range watched {
+		t.Logf("%s: %s", what, v)
+		if f := v.flipped(); f != "" {
+			violation(t, "%s flipped: %s", what, f)
+		}
+	}
+}
+
+// operatorAt runs the operator against kubeconfig (a proxy in front of the API server) until the
+// test ends, then as before.
+func operatorAt(t *testing.T, kubeconfig string) {
+	t.Helper()
+	op.kill()
+	t.Cleanup(func() {
+		op.kill()
+		op.kubeconfig = ""
+		restartOperator(t)
+	})
+	op.kubeconfig = kubeconfig
+	restartOperator(t)
+}
+
 func (v *versions) String() string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -295,16 +325,7 @@ func leaderStoppedPastItsLease(t *testing.T, ns, name string) {
 		t.Logf("the resumed replica exited %s after SIGCONT (status %d), %d writes refused by its fence: %s", time.Since(resumed).Round(100*time.Millisecond), code,
 			strings.Count(string(log), "not written: this operator last renewed"), lastLine(string(log)))
 	}
-	opWas := op
-	op = other
-	defer func() { op = opWas }()
-	checkInvariants(t, ns, name, 2, 2, copies, faultQuiet)
-	t.Logf("LWS image: %s; webhook URL: %s", image, ports)
-	for what, v := range map[string]*versions{"the LeaderWorkerSet's image": image, "the webhook configuration's URL": ports} {
-		if f := v.flipped(); f != "" {
-			violation(t, "%s flipped: %s", what, f)
-		}
-	}
+	checkInvariantsAs(t, other, ns, name, 2, copies, map[string]*versions{"the LeaderWorkerSet's image": image, "the webhook configuration's URL": ports})
 	if n := strings.Count(svc.String(), "->"); n > 0 {
 		violation(t, "the converged Service was written %d times: %s", n, svc)
 	}
@@ -342,7 +363,7 @@ func etcdStoppedPastTheRenewDeadline(t *testing.T, ns, name string) {
 	argsWas := op.args
 	op.args = append(append([]string{}, op.args...), shortLease...)
 	defer func() {
-		op.kill()
+		op.stop() // SIGTERM: it releases the Lease, which an operator without election respects
 		op.args = argsWas
 		restartOperator(t)
 	}()

@@ -117,15 +117,25 @@ func installCRDs(ctx context.Context) error {
 // operator's ServiceAccount (impersonated), held to the roles the install ships. args are added
 // to its command line (e.g. --leader-elect=true), env to its environment (a failpoint).
 type operatorProcess struct {
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	done    chan struct{} // closed once the process has exited and been reaped
-	exit    atomic.Int32  // its exit status, once done (set before done is closed)
-	port    int           // the webhook port it serves
-	logPath string
-	args    []string
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	done  chan struct{} // closed once the process has exited and been reaped
+	exit  atomic.Int32  // its exit status, once done (set before done is closed)
+	port  int           // the webhook port it serves
+	pprof int           // the loopback port of its pprof endpoint (goroutines, heap)
+	// goroutines0 is its goroutine count at the first check of its health (0 before it).
+	goroutines0 int
+	logPath     string
+	// tmp is the TMPDIR of its latest run, under the log's directory: what it leaves there (its
+	// webhook certificates, unless stopped by SIGKILL) is a leak.
+	tmp  string
+	runs int
+	args []string
 	// kubeconfig, when set, replaces the cluster's (an API server behind another address).
 	kubeconfig string
+	// laptop runs it as someone runs it from a laptop: with the admin kubeconfig (no --as) and
+	// the command's own defaults (leader election, its Lease, LWS hosting) but for its ports.
+	laptop bool
 }
 
 func (o *operatorProcess) start() error { return o.startWith(nil) }
@@ -144,6 +154,11 @@ func (o *operatorProcess) startWith(env []string) error {
 		o.mu.Unlock()
 		return err
 	}
+	pprof, err := testenv.FreePort()
+	if err != nil {
+		o.mu.Unlock()
+		return err
+	}
 	log, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		o.mu.Unlock()
@@ -153,18 +168,30 @@ func (o *operatorProcess) startWith(env []string) error {
 	if o.kubeconfig != "" {
 		kubeconfig = o.kubeconfig
 	}
-	args := append([]string{"operator", "--kubeconfig", kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe), "--webhook-port", strconv.Itoa(port)}, o.args...)
+	args := []string{"operator", "--kubeconfig", kubeconfig}
+	if !o.laptop {
+		args = append(args, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false")
+	}
+	args = append(append(args, "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe),
+		"--pprof-bind-address=127.0.0.1:"+strconv.Itoa(pprof), "--webhook-port", strconv.Itoa(port)), o.args...)
+	o.runs++
+	tmp := filepath.Join(filepath.Dir(o.logPath), fmt.Sprintf("tmp-%s-%d", filepath.Base(o.logPath), o.runs))
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		o.mu.Unlock()
+		_ = log.Close()
+		return err
+	}
+	o.tmp = tmp
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), "TMPDIR="+tmp), env...)
 	if err := cmd.Start(); err != nil {
 		o.mu.Unlock()
 		_ = log.Close()
 		return err
 	}
 	done := make(chan struct{})
-	o.cmd, o.done, o.port = cmd, done, port
+	o.cmd, o.done, o.port, o.pprof, o.goroutines0 = cmd, done, port, pprof, 0
 	go func() {
 		err := cmd.Wait()
 		_ = log.Close()
@@ -255,6 +282,19 @@ func (o *operatorProcess) kill() {
 	_ = o.cmd.Process.Kill()
 	<-o.done
 	o.cmd = nil
+	_ = os.RemoveAll(o.tmp) // nothing cleans up after a SIGKILL
+}
+
+// leftInTemp lists what the operator's latest run left in its TMPDIR.
+func (o *operatorProcess) leftInTemp() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	entries, _ := os.ReadDir(o.tmp)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
 }
 
 // signal sends the operator a signal (SIGSTOP, SIGCONT: a frozen process).

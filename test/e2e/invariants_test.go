@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"sort"
@@ -25,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -38,7 +42,9 @@ import (
 //  2. never two copies of a group: at every pod event, at most one live pod per (group, worker);
 //  3. status caught up: observedGeneration == generation, Ready, counts that match the pods;
 //  4. quiet when converged: no write to the serving, its LWS, Service or revisions for a while;
-//  5. the operator healthy: alive, no panic in its log, RSS under its limit;
+//  5. the operator healthy: alive, no panic in its log and no secret value (a private key, a
+//     token, the kubeconfig's credentials), RSS under its limit, its goroutines not growing (at
+//     most half again its first count, and 100);
 //  6. the embedded LWS webhooks: both webhook configurations call the live operator, and their CA
 //     bundle verifies the certificate it serves there.
 //
@@ -49,6 +55,7 @@ var suite struct {
 	cases, faults, violations   int
 	checkedInvariants, servings int
 	lost, failedCases           int
+	maxGoroutines               int // the most goroutines an operator ran at a check
 	recoveries                  []recovery
 	faultAt                     map[string]time.Time // test name -> its first fault
 }
@@ -330,7 +337,7 @@ func quietFor(ns, name string, d time.Duration) error {
 // Deployment's memory limit.
 func operatorHealthy() error {
 	op.mu.Lock()
-	cmd := op.cmd
+	cmd, pprof := op.cmd, op.pprof
 	op.mu.Unlock()
 	if cmd == nil || cmd.Process == nil || !op.running() {
 		return fmt.Errorf("the operator is not running")
@@ -338,6 +345,9 @@ func operatorHealthy() error {
 	if log, err := os.ReadFile(op.logPath); err == nil {
 		if i := strings.Index(string(log), "panic:"); i >= 0 {
 			return fmt.Errorf("the operator log has a panic: %.200s", string(log)[i:])
+		}
+		if what := secretIn(string(log)); what != "" {
+			return fmt.Errorf("the operator log (%s) holds %s", op.logPath, what)
 		}
 	}
 	rss, err := rssOf(cmd.Process.Pid)
@@ -347,8 +357,83 @@ func operatorHealthy() error {
 	if rss > operatorRSSLimit {
 		return fmt.Errorf("operator RSS %d MiB over its %d MiB limit", rss>>20, operatorRSSLimit>>20)
 	}
+	n, err := goroutinesOf(pprof)
+	if err != nil {
+		return fmt.Errorf("the operator's goroutines: %w", err)
+	}
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.goroutines0 == 0 {
+		op.goroutines0 = n
+	}
+	suite.mu.Lock()
+	suite.maxGoroutines = max(suite.maxGoroutines, n)
+	suite.mu.Unlock()
+	// Goroutines are per informer, worker and connection, never per serving or pass: a process
+	// that has more than half again its first count (and 100) keeps some it should have ended.
+	if limit := op.goroutines0 + op.goroutines0/2 + 100; n > limit {
+		return fmt.Errorf("the operator runs %d goroutines, more than %d (its first check counted %d): they grow", n, limit, op.goroutines0)
+	}
 	return nil
 }
+
+// goroutinesOf counts the goroutines of the operator whose pprof endpoint is at port.
+func goroutinesOf(port int) (int, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", port))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	first, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if _, err := fmt.Sscanf(first, "goroutine profile: total %d", &n); err != nil {
+		return 0, fmt.Errorf("the goroutine profile begins %q: %w", first, err)
+	}
+	return n, nil
+}
+
+// secretIn says what secret value the log holds, "" when none: a PEM private key (the webhook
+// certificates' or the kubeconfig's), a JSON Web Token (a ServiceAccount token begins so), or the
+// client key or token of the cluster's kubeconfig.
+func secretIn(log string) string {
+	if strings.Contains(log, "PRIVATE KEY-----") {
+		return "a PEM private key"
+	}
+	if strings.Contains(log, "eyJhbGciOi") {
+		return "a JSON Web Token (a ServiceAccount token?)"
+	}
+	for _, secret := range kubeconfigSecrets() {
+		if strings.Contains(log, secret) {
+			return "a credential of the cluster's kubeconfig"
+		}
+	}
+	return ""
+}
+
+// kubeconfigSecrets are the client keys and tokens of the cluster's kubeconfig, as they are
+// written there (base64) and as they are (the first line of a key's PEM body).
+var kubeconfigSecrets = sync.OnceValue(func() []string {
+	cfg, err := clientcmd.LoadFromFile(cluster.Kubeconfig)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range cfg.AuthInfos {
+		if a.Token != "" {
+			out = append(out, a.Token)
+		}
+		if len(a.ClientKeyData) > 0 {
+			out = append(out, base64.StdEncoding.EncodeToString(a.ClientKeyData)[:64])
+			if lines := strings.Split(string(a.ClientKeyData), "\n"); len(lines) > 1 && len(lines[1]) >= 32 {
+				out = append(out, lines[1])
+			}
+		}
+	}
+	return out
+})
 
 // rssOf is the resident memory of a process, in bytes.
 func rssOf(pid int) (int64, error) {
@@ -513,6 +598,7 @@ func TestZZFaultSummary(t *testing.T) {
 	}
 	t.Logf("fault suite: %d cases (%d failed), %d faults injected, %d invariants checked on %d servings, %d violations, %s",
 		suite.cases, suite.failedCases, suite.faults, suite.checkedInvariants, suite.servings, suite.violations, lost)
+	t.Logf("operator goroutines at a check: at most %d", suite.maxGoroutines)
 	sort.Slice(suite.recoveries, func(i, j int) bool { return suite.recoveries[i].name < suite.recoveries[j].name })
 	for _, r := range suite.recoveries {
 		t.Logf("recovery %-90s %s", r.name, r.took)

@@ -37,7 +37,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -653,6 +652,19 @@ func waitRestartedAndReady(t *testing.T, name string, restarts int32, what strin
 // controllers and webhooks.
 func TestOperatorLeaderHangsSecondReplicaTakesOver(t *testing.T) {
 	old, oldID, container, restarts := leader(t)
+	// Its log, followed from before the freeze until the container exits: `kubectl logs
+	// --previous` alone lost it when the kubelet restarted the container twice and removed the
+	// first (seen under load).
+	var followed bytes.Buffer
+	follow := exec.Command("kubectl", "-n", operatorNS, "logs", "-f", "--tail=50", old.Name)
+	follow.Stdout, follow.Stderr = &followed, &followed
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	followDone := make(chan error, 1)
+	go func() { followDone <- follow.Wait() }()
+	t.Cleanup(func() { _ = follow.Process.Kill() })
+	time.Sleep(time.Second) // the stream is open before the container freezes
 	ctrTask(t, "pause", container)
 	thawed := false
 	thaw := func() {
@@ -672,9 +684,19 @@ func TestOperatorLeaderHangsSecondReplicaTakesOver(t *testing.T) {
 	waitRestartedAndReady(t, old.Name, restarts, "the thawed old leader to step down (exit) and come back Ready")
 	// It exited because it lost the Lease, not because the kubelet killed it (liveness would
 	// need 3 × 20 s; it was frozen for less).
-	logs, err := exec.Command("kubectl", "-n", operatorNS, "logs", old.Name, "--previous").CombinedOutput()
-	if err != nil || !strings.Contains(string(logs), "leader election lost") {
-		t.Errorf("the old leader's last log does not say it lost the election (%v):\n%s", err, testenv.LastLines(string(logs), 5))
+	select {
+	case <-followDone:
+	case <-time.After(10 * time.Second):
+		_ = follow.Process.Kill()
+		<-followDone
+	}
+	logs := followed.String()
+	if !strings.Contains(logs, "leader election lost") {
+		previous, err := exec.Command("kubectl", "-n", operatorNS, "logs", old.Name, "--previous").CombinedOutput()
+		if err != nil || !strings.Contains(string(previous), "leader election lost") {
+			t.Errorf("the old leader's last log does not say it lost the election; followed:\n%s\n--previous (%v):\n%s",
+				testenv.LastLines(logs, 5), err, testenv.LastLines(string(previous), 5))
+		}
 	}
 	if id := leaseIdentity(t); id != newID {
 		t.Errorf("the Lease moved from %s to %s when the old leader came back", newID, id)
@@ -721,47 +743,9 @@ func TestOperatorRollsToANewImageWhileLWSAdmissionKeepsWorking(t *testing.T) {
 		t.Fatalf("ctr images tag: %v\n%s", err, out)
 	}
 	ns := namespace(t, "rn-rollout-")
-	// Unstructured, so that only the fields set here are sent (the typed struct would send its
-	// zero values, which the schema refuses before any webhook is asked).
-	lws := func(i int) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-			"metadata": map[string]any{"name": fmt.Sprintf("probe-%d", i), "namespace": ns},
-			"spec": map[string]any{"replicas": int64(0), "leaderWorkerTemplate": map[string]any{
-				"size": int64(1),
-				"workerTemplate": map[string]any{"spec": map[string]any{
-					"containers": []any{map[string]any{"name": "engine", "image": fakeEngine}}}},
-			}},
-		}}
-		return u
-	}
 	// Admission all along: a dry-run create goes through the mutating and validating webhooks
 	// and stores nothing.
-	stop := make(chan struct{})
-	type result struct {
-		tries, failures int
-		first           error
-	}
-	done := make(chan result)
-	go func() {
-		var r result
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				done <- r
-				return
-			default:
-			}
-			r.tries++
-			if err := cluster.c.Create(context.Background(), lws(i), client.DryRunAll); err != nil {
-				r.failures++
-				if r.first == nil {
-					r.first = err
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
+	probe := testenv.ProbeAdmission(cluster.c, ns, fakeEngine, 100*time.Millisecond)
 	kubectlLLM(t, "install", "--lws=embedded", "--image", next)
 	took := testenv.Eventually(t, 3*time.Minute, "the operator Deployment rolled out on "+next, func() (bool, error) {
 		var list corev1.PodList
@@ -779,14 +763,13 @@ func TestOperatorRollsToANewImageWhileLWSAdmissionKeepsWorking(t *testing.T) {
 	})
 	// A little more after the last old pod went, then stop.
 	time.Sleep(2 * time.Second)
-	close(stop)
-	r := <-done
-	t.Logf("rolled out in %s; %d admission requests, %d refused", took.Round(100*time.Millisecond), r.tries, r.failures)
-	if r.tries < 10 {
-		t.Fatalf("only %d admission requests during the rollout: it says nothing", r.tries)
+	r := probe.Stop()
+	t.Logf("rolled out in %s; %s", took.Round(100*time.Millisecond), r)
+	if r.Tries < 10 {
+		t.Fatalf("only %d admission requests during the rollout: it says nothing", r.Tries)
 	}
-	if r.failures > 0 {
-		t.Errorf("%d of %d LeaderWorkerSet admissions failed during the rollout; the first: %v", r.failures, r.tries, r.first)
+	if r.Failures > 0 {
+		t.Errorf("%d of %d LeaderWorkerSet admissions failed during the rollout; the first: %v", r.Failures, r.Tries, r.First)
 	}
 	// And the new operator serves: a serving made now becomes Ready, its pods labelled by the
 	// LWS pod webhook.

@@ -1,0 +1,96 @@
+package operator
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+)
+
+// Queue priorities. A serving that is going away (deleted, its finalizer still on, or already
+// gone) is bulk work: a namespace deleted with hundreds of servings in it makes a pass of each at
+// every event of its children. Those passes wait behind the passes of live servings, so a live
+// serving whose pods changed is not queued behind them (controller-runtime's priority queue serves
+// the highest priority first; an item added again with a higher priority is raised).
+var bulkPriority = handler.LowPriority
+
+// goingAway reports whether the serving is being deleted or is gone, as the cache sees it.
+func goingAway(ctx context.Context, cache client.Reader, key types.NamespacedName) bool {
+	ms := &v1.ModelServing{}
+	if err := cache.Get(ctx, key, ms); err != nil {
+		return client.IgnoreNotFound(err) == nil
+	}
+	return !ms.DeletionTimestamp.IsZero()
+}
+
+// enqueue adds the requests, at the bulk priority when low and the queue has priorities, at the
+// handler's default priority otherwise (low for the initial list and resyncs).
+func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], low bool, reqs ...reconcile.Request) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok && low {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &bulkPriority}, reqs...)
+		return
+	}
+	for _, r := range reqs {
+		q.Add(r)
+	}
+}
+
+// servingEvents enqueues the serving of every event, at the bulk priority once it is being
+// deleted.
+func servingEvents() handler.EventHandler {
+	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		enqueue(q, !o.GetDeletionTimestamp().IsZero(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+	}
+}
+
+// mappedToServing enqueues the servings an object of another kind maps to (both the old and the
+// new object of an update, as handler.EnqueueRequestsFromMapFunc does), at the bulk priority for
+// a serving that is going away.
+func mappedToServing(cache client.Reader, toServings handler.MapFunc) handler.EventHandler {
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		seen := map[reconcile.Request]bool{}
+		for _, o := range objs {
+			for _, req := range toServings(ctx, o) {
+				if !seen[req] {
+					seen[req] = true
+					enqueue(q, goingAway(ctx, cache, req.NamespacedName), req)
+				}
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+	}
+}

@@ -1,0 +1,88 @@
+package operator
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/scheme"
+)
+
+func podOf(serving string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: serving + "-0", Labels: map[string]string{v1.LabelName: serving}}}
+}
+
+func byLabel(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[v1.LabelName]}}}
+}
+
+// order drains the queue: the servings in the order the workers get them, with their priorities.
+func order(t *testing.T, q priorityqueue.PriorityQueue[reconcile.Request], n int) ([]string, []int) {
+	t.Helper()
+	var names []string
+	var prios []int
+	for range n {
+		req, prio, shutdown := q.GetWithPriority()
+		if shutdown {
+			t.Fatal("queue shut down")
+		}
+		names, prios = append(names, req.Name), append(prios, prio)
+		q.Done(req)
+	}
+	return names, prios
+}
+
+// A pod event of a serving being deleted (a namespace deleted with hundreds in it) is queued
+// behind one of a live serving, even when it came first.
+func TestPodEventsOfServingsGoingAwayWaitBehindLiveOnes(t *testing.T) {
+	now := metav1.NewTime(time.Now())
+	deleting := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "deleting", DeletionTimestamp: &now, Finalizers: []string{v1.FinalizerChildren}}}
+	liveOne := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live"}}
+	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(deleting, liveOne).Build()
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	h := mappedToServing(cache, byLabel)
+	ctx := context.Background()
+	h.Delete(ctx, event.DeleteEvent{Object: podOf("deleting")}, q)
+	h.Delete(ctx, event.DeleteEvent{Object: podOf("gone")}, q) // no such serving any more
+	h.Delete(ctx, event.DeleteEvent{Object: podOf("live")}, q)
+	names, prios := order(t, q, 3)
+	if names[0] != "live" || prios[0] != 0 {
+		t.Fatalf("first pass: %s at priority %d, want the live serving at 0 (order %v, priorities %v)", names[0], prios[0], names, prios)
+	}
+	for i := 1; i < 3; i++ {
+		if prios[i] != bulkPriority {
+			t.Errorf("%s at priority %d, want the bulk priority %d", names[i], prios[i], bulkPriority)
+		}
+	}
+}
+
+// An update that marks the serving deleted is queued at the bulk priority; any other update of a
+// serving at the default one.
+func TestServingEventsOfADeletedServingAreBulk(t *testing.T) {
+	now := metav1.NewTime(time.Now())
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	h := servingEvents()
+	ctx := context.Background()
+	old := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "1"}}
+	marked := old.DeepCopy()
+	marked.ResourceVersion, marked.DeletionTimestamp = "2", &now
+	h.Update(ctx, event.UpdateEvent{ObjectOld: old, ObjectNew: marked}, q)
+	edited := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", ResourceVersion: "2"}}
+	h.Update(ctx, event.UpdateEvent{ObjectOld: &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", ResourceVersion: "1"}}, ObjectNew: edited}, q)
+	names, prios := order(t, q, 2)
+	if names[0] != "b" || prios[0] != 0 || names[1] != "a" || prios[1] != bulkPriority {
+		t.Fatalf("order %v at %v, want [b a] at [0 %d]", names, prios, bulkPriority)
+	}
+}
