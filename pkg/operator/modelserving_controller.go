@@ -106,6 +106,8 @@ type Reconciler struct {
 	StatusDetailInterval time.Duration
 	// statusWritten remembers when this process last wrote each serving's status.
 	statusWritten sync.Map // types.NamespacedName -> time.Time
+	// echoes are the servings as our own last writes left them (see ownEchoes).
+	echoes ownEchoes
 }
 
 // observed is everything one pass reads.
@@ -161,6 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Client.Patch(ctx, ms, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
+		r.echoes.wrote(req.NamespacedName, ms.ResourceVersion) // this pass goes on with it
 		r.Failpoints.Hit("after-finalizer", req.String())
 	}
 
@@ -567,6 +570,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.forgetChildren(key)
 	r.statusWritten.Delete(key)
 	r.rolloutStart.Delete(key)
+	r.echoes.forget(key)
 }
 
 // forgetChildren drops the applied bookkeeping of a serving that is gone: its own children and
@@ -695,6 +699,7 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 		return sum, 0, fmt.Errorf("write status: %w", err)
 	}
 	r.statusWritten.Store(key, now)
+	r.echoes.wrote(key, written.ResourceVersion)
 	ms.Status = next
 	return sum, 0, nil
 }
@@ -1029,7 +1034,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		Watches(&v1.ModelServing{}, servingEvents()).
+		Watches(&v1.ModelServing{}, servingEvents(r.echoes.echo)).
 		WatchesRawSource(source.Kind(lwsSource, client.Object(&lwsv1.LeaderWorkerSet{}), byName(func(n string) string { return n }))).
 		WatchesRawSource(source.Kind(children, client.Object(&corev1.Service{}), byName(naming.ServingOfService))).
 		WatchesRawSource(source.Kind(children, client.Object(&appsv1.ControllerRevision{}), ownedBy)).

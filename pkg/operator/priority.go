@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -43,8 +44,8 @@ func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], low bool
 }
 
 // servingEvents enqueues the serving of every event, at the bulk priority once it is being
-// deleted.
-func servingEvents() handler.EventHandler {
+// deleted, but for the update that is the echo of our own write (echo: see ownEchoes).
+func servingEvents(echo func(client.Object) bool) handler.EventHandler {
 	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		enqueue(q, !o.GetDeletionTimestamp().IsZero(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
 	}
@@ -53,6 +54,9 @@ func servingEvents() handler.EventHandler {
 			add(e.Object, q)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if echo(e.ObjectNew) {
+				return
+			}
 			add(e.ObjectNew, q)
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -94,3 +98,35 @@ func mappedToServing(cache client.Reader, toServings handler.MapFunc) handler.Ev
 		},
 	}
 }
+
+// ownEchoes remembers, per serving, the resourceVersions its last two writes by this process
+// returned (a pass writes at most twice: the finalizer, then the status). The watch event of the
+// object at such a resourceVersion is the echo of a write whose pass already went on with what it
+// wrote: it queues no pass (it was half the passes of a burst, each reading the serving's
+// children again to find nothing to do). Anyone else's write, a status wiped by hand say, has
+// another resourceVersion and is news. A process starts with none: every event is news.
+type ownEchoes struct{ m sync.Map } // types.NamespacedName -> [2]string
+
+// wrote records the resourceVersion a write of ours returned. The passes of one serving never run
+// at once (the work queue's promise), so a load and a store do.
+func (o *ownEchoes) wrote(key types.NamespacedName, rv string) {
+	if rv == "" {
+		return
+	}
+	last, _ := o.m.Load(key)
+	prev, _ := last.([2]string)
+	o.m.Store(key, [2]string{rv, prev[0]})
+}
+
+// echo reports whether obj is a serving as one of our last writes left it.
+func (o *ownEchoes) echo(obj client.Object) bool {
+	last, ok := o.m.Load(client.ObjectKeyFromObject(obj))
+	if !ok {
+		return false
+	}
+	rvs := last.([2]string)
+	rv := obj.GetResourceVersion()
+	return rv != "" && (rv == rvs[0] || rv == rvs[1])
+}
+
+func (o *ownEchoes) forget(key types.NamespacedName) { o.m.Delete(key) }

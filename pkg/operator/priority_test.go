@@ -73,7 +73,7 @@ func TestServingEventsOfADeletedServingAreBulk(t *testing.T) {
 	now := metav1.NewTime(time.Now())
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
-	h := servingEvents()
+	h := servingEvents((&ownEchoes{}).echo)
 	ctx := context.Background()
 	old := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "1"}}
 	marked := old.DeepCopy()
@@ -84,5 +84,49 @@ func TestServingEventsOfADeletedServingAreBulk(t *testing.T) {
 	names, prios := order(t, q, 2)
 	if names[0] != "b" || prios[0] != 0 || names[1] != "a" || prios[1] != bulkPriority {
 		t.Fatalf("order %v at %v, want [b a] at [0 %d]", names, prios, bulkPriority)
+	}
+}
+
+// The update event of a serving as our own write left it (its finalizer, its status) queues no
+// pass; an update by anyone else, a status wiped by hand at another resourceVersion, does, and so
+// does one of a serving this process never wrote.
+func TestTheEchoOfOurOwnWriteQueuesNoPass(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	var echoes ownEchoes
+	h := servingEvents(echoes.echo)
+	ctx := context.Background()
+	at := func(name, rv string) *v1.ModelServing {
+		return &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+	}
+	key := types.NamespacedName{Namespace: "ns", Name: "a"}
+	echoes.wrote(key, "11") // the finalizer
+	echoes.wrote(key, "12") // the status, in the same pass
+	h.Update(ctx, event.UpdateEvent{ObjectOld: at("a", "10"), ObjectNew: at("a", "11")}, q)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: at("a", "11"), ObjectNew: at("a", "12")}, q)
+	if n := q.Len(); n != 0 {
+		t.Fatalf("%d passes queued for the echoes of our own two writes, want none", n)
+	}
+	h.Update(ctx, event.UpdateEvent{ObjectOld: at("a", "12"), ObjectNew: at("a", "13")}, q) // someone else's
+	h.Update(ctx, event.UpdateEvent{ObjectOld: at("b", "12"), ObjectNew: at("b", "12")}, q) // never written by us
+	names, _ := order(t, q, 2)
+	if names[0] != "a" || names[1] != "b" {
+		t.Fatalf("passes %v, want [a b]", names)
+	}
+	echoes.wrote(key, "14")
+	echoes.wrote(key, "15")
+	h.Update(ctx, event.UpdateEvent{ObjectOld: at("a", "10"), ObjectNew: at("a", "12")}, q) // older than the last two
+	if n := q.Len(); n != 1 {
+		t.Fatalf("%d passes queued for a write older than our last two, want 1", n)
+	}
+	order(t, q, 1)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: at("a", "14"), ObjectNew: at("a", "15")}, q)
+	if n := q.Len(); n != 0 {
+		t.Fatalf("%d passes queued for the echo of our last write, want none", n)
+	}
+	echoes.forget(key)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: at("a", "14"), ObjectNew: at("a", "15")}, q) // forgotten: news again
+	if n := q.Len(); n != 1 {
+		t.Fatalf("%d passes queued once forgotten, want 1", n)
 	}
 }

@@ -55,6 +55,7 @@ func runCIScript(t *testing.T, script, ns, manifest, name, image, smokeTest stri
 // The documented CI script, both ways: the canary passes the smoke test and is promoted to every
 // group; then a canary that fails it is aborted back to the current revision and fails the job.
 func TestTheCIScriptOfTheDocsPromotesOrAborts(t *testing.T) {
+	calmTest(t)
 	ns := namespace(t)
 	script := ciScript(t)
 	manifest := filepath.Join(t.TempDir(), "qwen.yaml")

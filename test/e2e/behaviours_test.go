@@ -45,6 +45,7 @@ func deletePod(t *testing.T, ns, name string) {
 
 // 1. A worker deleted in group 0: every pod of group 0 is recreated, the other groups keep theirs.
 func TestWorkerLossRecreatesItsWholeGroup(t *testing.T) {
+	calmTest(t)
 	ns := namespace(t)
 	if err := kc.Create(context.Background(), newServing(ns, "qwen", 2, 2, 1)); err != nil {
 		t.Fatal(err)
@@ -77,6 +78,7 @@ func TestWorkerLossRecreatesItsWholeGroup(t *testing.T) {
 
 // 2. restartPolicy None: only the deleted pod is recreated.
 func TestRestartPolicyNoneRecreatesOnlyTheLostPod(t *testing.T) {
+	calmTest(t)
 	ns := namespace(t)
 	ms := newServing(ns, "qwen", 2, 2, 1)
 	ms.Spec.RestartPolicy = v1.RestartPolicyNone
@@ -178,6 +180,7 @@ func updateRevision(t *testing.T, ns, name string, gen int64) string {
 
 // 3. A template change rolls group by group, highest ordinal first; the status follows.
 func TestARolloutMovesGroupsHighestFirstAndTheStatusFollows(t *testing.T) {
+	calmTest(t)
 	ns := namespace(t)
 	if err := kc.Create(context.Background(), newServing(ns, "qwen", 4, 2, 1)); err != nil {
 		t.Fatal(err)
@@ -225,6 +228,7 @@ func TestARolloutMovesGroupsHighestFirstAndTheStatusFollows(t *testing.T) {
 
 // 4. Partition canary: with 4 groups and partition 2 only groups 2 and 3 move; partition 0 moves the rest.
 func TestPartitionCanaryMovesOnlyTheHighGroups(t *testing.T) {
+	calmTest(t)
 	ns := namespace(t)
 	if err := kc.Create(context.Background(), newServing(ns, "qwen", 4, 2, 1)); err != nil {
 		t.Fatal(err)
@@ -258,6 +262,7 @@ func TestPartitionCanaryMovesOnlyTheHighGroups(t *testing.T) {
 // 5. maxSurge 1 adds one group during the rollout, returns to the desired count, and ready groups
 // never drop below desired - maxUnavailable.
 func TestSurgeAddsOneGroupAndKeepsCapacity(t *testing.T) {
+	calmTest(t)
 	ns := namespace(t)
 	ms := newServing(ns, "qwen", 4, 2, 1)
 	ms.Spec.Rollout.MaxSurge, ms.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
@@ -290,6 +295,7 @@ func TestSurgeAddsOneGroupAndKeepsCapacity(t *testing.T) {
 
 // 6. maxSurge 0 with maxUnavailable 0 is refused with a clear message.
 func TestNoSurgeAndNoUnavailableIsRefused(t *testing.T) {
+	calmTest(t)
 	ns := namespace(t)
 	ms := newServing(ns, "qwen", 2, 2, 1)
 	ms.Spec.Rollout.MaxSurge, ms.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(0)), ptr.To(intstr.FromInt32(0))
@@ -301,6 +307,7 @@ func TestNoSurgeAndNoUnavailableIsRefused(t *testing.T) {
 
 // 7. Scale up and down through the scale subresource; scale-down removes the highest groups.
 func TestScaleSubresourceAddsAndRemovesTheHighestGroups(t *testing.T) {
+	calmTest(t)
 	ns := namespace(t)
 	ms := newServing(ns, "qwen", 2, 2, 1)
 	if err := kc.Create(context.Background(), ms); err != nil {
@@ -529,6 +536,7 @@ func TestOperatorRestartMidRolloutFinishesWithoutDuplicateGroups(t *testing.T) {
 
 // Recreate: the old groups are all gone before any group of the new revision starts.
 func TestRecreateStopsTheOldGroupsBeforeStartingNewOnes(t *testing.T) {
+	calmTest(t)
 	ns := namespace(t)
 	ms := newServing(ns, "qwen", 2, 2, 1)
 	ms.Spec.Rollout.Strategy = v1.Recreate
@@ -584,6 +592,7 @@ func TestRecreateStopsTheOldGroupsBeforeStartingNewOnes(t *testing.T) {
 
 // A new restart.id recreates every group through the rollout rules and is reported when done.
 func TestANewRestartIDRecreatesEveryGroupAndIsReported(t *testing.T) {
+	calmTest(t)
 	ns := namespace(t)
 	if err := kc.Create(context.Background(), newServing(ns, "qwen", 2, 2, 1)); err != nil {
 		t.Fatal(err)

@@ -259,14 +259,8 @@ func apiServerUnreachableAtStart(t *testing.T, ns, name string) {
 	// The API server "comes back" at that address; the operator is started again there, as a
 	// Deployment would restart it.
 	stop := proxyTo(t, port, strings.TrimPrefix(cluster.Config.Host, "https://"))
-	defer stop()
-	defer func() {
-		op.kill()
-		op.kubeconfig = ""
-		restartOperator(t)
-	}()
-	op.kubeconfig = kubeconfig
-	restartOperator(t)
+	t.Cleanup(stop) // after the operator is back at the cluster's own address (cleanups run last first)
+	operatorAt(t, kubeconfig)
 	checkInvariants(t, ns, name, 2, 2, watchForCopies(t, ns, name), faultQuiet)
 }
 
@@ -334,14 +328,7 @@ func badCertsAtStart(t *testing.T, ns, name, what, reason string, hosts []string
 			t.Fatal(err)
 		}
 	}
-	op.kill()
-	argsWas := op.args
-	op.args = append(append([]string{}, op.args...), "--webhook-cert-dir", dir)
-	defer func() {
-		op.kill()
-		op.args = argsWas
-		restartOperator(t)
-	}()
+	operatorChanged(t, withArgs("--webhook-cert-dir", dir), op.kill)
 	fault(t, "restart the operator with a webhook certificate that "+what)
 	logWas, _ := os.ReadFile(op.logPath)
 	restartOperator(t)

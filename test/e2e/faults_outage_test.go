@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -267,14 +268,29 @@ func checkInvariantsAs(t *testing.T, p *operatorProcess, ns, name string, replic
 // test ends, then as before.
 func operatorAt(t *testing.T, kubeconfig string) {
 	t.Helper()
+	operatorChanged(t, func(o *operatorProcess) { o.kubeconfig = kubeconfig }, op.kill)
+	restartOperator(t)
+}
+
+// operatorChanged kills the operator and changes how it is started (its arguments, its
+// kubeconfig) until the test ends; the caller starts it. At the test's end, end (op.kill, or
+// op.stop where it must release its Lease) ends the changed one, and it is started again as it was.
+func operatorChanged(t *testing.T, change func(o *operatorProcess), end func()) {
+	t.Helper()
 	op.kill()
+	args, kubeconfig := op.args, op.kubeconfig
 	t.Cleanup(func() {
-		op.kill()
-		op.kubeconfig = ""
+		end()
+		op.args, op.kubeconfig = args, kubeconfig
 		restartOperator(t)
 	})
-	op.kubeconfig = kubeconfig
-	restartOperator(t)
+	op.args = slices.Clone(op.args)
+	change(op)
+}
+
+// withArgs is a change for operatorChanged: more command-line arguments.
+func withArgs(extra ...string) func(o *operatorProcess) {
+	return func(o *operatorProcess) { o.args = append(o.args, extra...) }
 }
 
 func (v *versions) String() string {
@@ -359,14 +375,8 @@ func oomKilledInALoop(t *testing.T, ns, name string) {
 func etcdStoppedPastTheRenewDeadline(t *testing.T, ns, name string) {
 	ctx := context.Background()
 	copies := watchForCopies(t, ns, name)
-	op.kill()
-	argsWas := op.args
-	op.args = append(append([]string{}, op.args...), shortLease...)
-	defer func() {
-		op.stop() // SIGTERM: it releases the Lease, which an operator without election respects
-		op.args = argsWas
-		restartOperator(t)
-	}()
+	// Ended by SIGTERM: it releases the Lease, which an operator without election respects.
+	operatorChanged(t, withArgs(shortLease...), op.stop)
 	restartOperator(t)
 	update(t, ns, name, newImage)
 	underWay(t, ns, name, getServing(t, ns, name).Generation)

@@ -6,12 +6,14 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,8 +43,30 @@ var (
 	op      *operatorProcess
 )
 
+// alongside is how many of the tests that leave the operator and the control plane alone
+// (calmTest) run at once, after the others: they wait on the simulated cluster (pods loading,
+// rollouts stepping), not on the CPU, so go test's default of GOMAXPROCS (2 here) would leave the
+// machine idle. A -parallel on the command line wins. Three at once stay within the cluster's 32
+// GPUs (each asks for 2 to 10). The prefill/decode tests ask for 16 to 20 each: run beside others
+// they starved (groups half scheduled, LeaderWorkerSet does not gang-schedule) and timed out, so
+// they are not calm.
+const alongside = 3
+
+// calmTest marks a test that neither stops, restarts nor reconfigures the operator or the control
+// plane, nor takes most of the GPUs: it runs alongside others like it (see alongside).
+func calmTest(t *testing.T) { t.Parallel() }
+
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard()) // the operator under test logs to its own file
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		if err := flag.Set("test.parallel", strconv.Itoa(alongside)); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			os.Exit(1)
+		}
+	}
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -88,10 +112,35 @@ func run(m *testing.M) (int, error) {
 	code := m.Run()
 	if code != 0 {
 		if log, err := os.ReadFile(op.logPath); err == nil {
-			fmt.Fprintf(os.Stderr, "---- operator log (last 60 lines) ----\n%s\n", testenv.LastLines(string(log), 60))
+			fmt.Fprintf(os.Stderr, "---- operator log (last 60 entries, repeats collapsed) ----\n%s\n", testenv.LogTail(string(log), 60, 600))
 		}
+		keepFailedLogs(dir)
 	}
 	return code, nil
+}
+
+// keepFailedLogs copies the logs of a failed run (the operator's runs, the simulated cluster's
+// components) to .e2e/failed-logs/<time> at the top of the checkout, which git ignores: the run's
+// own directory goes when it ends.
+func keepFailedLogs(dir string) {
+	keep := filepath.Join("..", "..", ".e2e", "failed-logs", time.Now().UTC().Format("20060102-150405"))
+	n := 0
+	for _, from := range []string{dir, cluster.Dir} {
+		_ = filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".log") {
+				return nil
+			}
+			rel, _ := filepath.Rel(from, path)
+			to := filepath.Join(keep, filepath.Base(from), rel)
+			if b, err := os.ReadFile(path); err == nil && os.MkdirAll(filepath.Dir(to), 0o755) == nil && os.WriteFile(to, b, 0o644) == nil {
+				n++
+			}
+			return nil
+		})
+	}
+	if abs, err := filepath.Abs(keep); err == nil && n > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: %d logs of the failed run kept in %s\n", n, abs)
+	}
 }
 
 // installCRDs applies what `kubectl llm install --lws=embedded` applies but the Deployment (the

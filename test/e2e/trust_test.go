@@ -25,6 +25,7 @@ func poisonServing(ns, name string) *unstructured.Unstructured {
 // Issue 11's poison object in a real cluster: the operator keeps serving the others (a serving
 // created after it becomes Ready) and reports the poison one alone.
 func TestAPoisonServingDoesNotStopTheOthers(t *testing.T) {
+	calmTest(t)
 	ctx := context.Background()
 	ns := namespace(t)
 	if err := kc.Create(ctx, poisonServing(ns, "evil")); err != nil {
@@ -48,6 +49,7 @@ func TestAPoisonServingDoesNotStopTheOthers(t *testing.T) {
 // A pod the cluster refuses (here: a PriorityClass that does not exist, refused by the Priority
 // admission plugin) is a Degraded FailedCreate naming the cause, not groups "not created yet".
 func TestPodsTheClusterRefusesAreDegradedFailedCreate(t *testing.T) {
+	calmTest(t)
 	ctx := context.Background()
 	ns := namespace(t)
 	ms := newServing(ns, "qwen", 1, 2, 1)

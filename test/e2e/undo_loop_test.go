@@ -24,6 +24,7 @@ import (
 // rollout it undoes, so pods are deleted while the scheduler binds them. Each time, `rollout
 // status` must return (exit 0) promptly once every pod is Ready on the revision the spec asks for.
 func TestSetImageUndoLoopRolloutStatusReturnsOnceThePodsAreReady(t *testing.T) {
+	calmTest(t)
 	const rounds = 8
 	ns := namespace(t)
 	if err := kc.Create(context.Background(), newServing(ns, "cl", 2, 2, 1)); err != nil {
@@ -127,6 +128,7 @@ func podDump(t *testing.T, ns, name string) string {
 // keep their names) after that was bound. The replacement runs and is Ready; the stale
 // PodScheduled=False must not hold the rollout nor mark the serving Degraded.
 func TestAStaleSchedulingFailureOnABoundPodDoesNotHoldTheRollout(t *testing.T) {
+	calmTest(t)
 	ns := namespace(t)
 	ctx := context.Background()
 	if err := kc.Create(ctx, newServing(ns, "cl", 2, 2, 1)); err != nil {
