@@ -20,19 +20,9 @@ import (
 func TestWebhookConfigurationsServedElsewhereAreLeftAlone(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
-	caPEM, other := liveOperator(t)
+	other, cs, theirs, ours, caPEM := configurationsOfAnotherOperator(t)
 	defer other.Close()
-	_, otherPort, _ := net.SplitHostPort(other.Listener.Addr().String())
-	port, _ := strconv.Atoi(otherPort)
-	// The configurations as the other operator applied them.
-	cs := fake.NewClientset()
-	theirs := DefaultWebhookOptions()
-	theirs.URLHost, theirs.Port = "127.0.0.1", port
-	if err := ApplyWebhookConfigurations(ctx, cs, theirs, caPEM); err != nil {
-		t.Fatal(err)
-	}
-	ours := theirs
-	ours.Port = port + 1
+	otherPort := strconv.Itoa(theirs.Port)
 	if got := servedElsewhere(ctx, cs, ours); got != "https://127.0.0.1:"+otherPort {
 		t.Errorf("configurations calling a live operator: servedElsewhere = %q", got)
 	}
@@ -68,19 +58,9 @@ func TestWebhookConfigurationsServedElsewhereAreLeftAlone(t *testing.T) {
 // With leader election the leader takes the configurations over at once, even from another live
 // operator they call (the replica that led before, still answering while it hands them over).
 func TestElectedLeaderTakesTheWebhookConfigurationsOver(t *testing.T) {
-	caPEM, before := liveOperator(t)
+	before, cs, theirs, ours, caPEM := configurationsOfAnotherOperator(t)
 	defer before.Close()
-	_, beforePort, _ := net.SplitHostPort(before.Listener.Addr().String())
-	port, _ := strconv.Atoi(beforePort)
-	cs := fake.NewClientset()
-	theirs := DefaultWebhookOptions()
-	theirs.URLHost, theirs.Port = "127.0.0.1", port
-	if err := ApplyWebhookConfigurations(context.Background(), cs, theirs, caPEM); err != nil {
-		t.Fatal(err)
-	}
-	ours := theirs
-	ours.Port = port + 1
-	theirURL := "https://127.0.0.1:" + beforePort + pathMutateLWS
+	theirURL := "https://127.0.0.1:" + strconv.Itoa(theirs.Port) + pathMutateLWS
 	stale := errors.New("not written: fenced")
 	for _, tc := range []struct {
 		name  string
@@ -121,4 +101,24 @@ func liveOperator(t *testing.T) (caPEM []byte, srv *httptest.Server) {
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
 	srv.StartTLS()
 	return caPEM, srv
+}
+
+// configurationsOfAnotherOperator starts a live operator's webhook server (other) and applies the
+// webhook configurations as it would (theirs, calling it by URL); ours are the same options with
+// the next port, as a second operator beside it has them.
+func configurationsOfAnotherOperator(t *testing.T) (other *httptest.Server, cs *fake.Clientset, theirs, ours WebhookOptions, caPEM []byte) {
+	t.Helper()
+	caPEM, other = liveOperator(t)
+	_, otherPort, _ := net.SplitHostPort(other.Listener.Addr().String())
+	port, _ := strconv.Atoi(otherPort)
+	cs = fake.NewClientset()
+	theirs = DefaultWebhookOptions()
+	theirs.URLHost, theirs.Port = "127.0.0.1", port
+	if err := ApplyWebhookConfigurations(context.Background(), cs, theirs, caPEM); err != nil {
+		other.Close()
+		t.Fatal(err)
+	}
+	ours = theirs
+	ours.Port = port + 1
+	return other, cs, theirs, ours, caPEM
 }
