@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -368,13 +369,17 @@ func orphanAndMakeAgain(t *testing.T, ns, name string) map[types.UID]bool {
 	ctx := context.Background()
 	uids := podUIDs(t, ns, name)
 	old := getServing(t, ns, name)
+	// What the serving and its LeaderWorkerSet went through, told when the children were lost.
+	servingSeen := watchMeta(t, &v1.ModelServingList{}, ns, name)
+	lwsSeen := watchMeta(t, &lwsv1.LeaderWorkerSetList{}, ns, name)
 	if out, err := kubectlCmd("delete", "modelserving", name, "-n", ns, "--cascade=orphan", "--wait=true", "--timeout=60s"); err != nil {
 		t.Fatalf("kubectl delete --cascade=orphan: %v\n%s", err, out)
 	}
 	// What the user asked for: the groups keep running, the children stay.
 	lws := &lwsv1.LeaderWorkerSet{}
 	if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws); err != nil {
-		violation(t, "the LeaderWorkerSet is gone after --cascade=orphan: %v", err)
+		violation(t, "the LeaderWorkerSet is gone after --cascade=orphan: %v\nthe serving's versions:\n%s\nthe LeaderWorkerSet's versions:\n%s",
+			err, servingSeen.told(), lwsSeen.told())
 	}
 	testenv.Eventually(t, 30*time.Second, "the garbage collector to orphan the children", func() (bool, error) {
 		err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws)
@@ -389,6 +394,47 @@ func orphanAndMakeAgain(t *testing.T, ns, name string) map[types.UID]bool {
 		t.Fatal(err)
 	}
 	return uids
+}
+
+// metaWatch records, from a watch of one object, each event with what of its metadata decides
+// its deletion: finalizers, owners (by UID), deletion, and who wrote it.
+type metaWatch struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func watchMeta(t *testing.T, list client.ObjectList, ns, name string) *metaWatch {
+	t.Helper()
+	m := &metaWatch{}
+	watchObject(t, list, ns, name, func(typ watch.EventType, o client.Object) {
+		m.mu.Lock()
+		m.seen = append(m.seen, fmt.Sprintf("%s %s", typ, metaLine(o, time.Now())))
+		m.mu.Unlock()
+	})
+	return m
+}
+
+// metaLine is one version of an object's metadata, as metaWatch tells it.
+func metaLine(o client.Object, at time.Time) string {
+	var owners, managers []string
+	for _, ref := range o.GetOwnerReferences() {
+		owners = append(owners, fmt.Sprintf("%s/%s", ref.Kind, ref.UID))
+	}
+	for _, f := range o.GetManagedFields() {
+		managers = append(managers, fmt.Sprintf("%s:%s@%s", f.Manager, f.Operation, f.Time.Format("15:04:05")))
+	}
+	deleted := "-"
+	if ts := o.GetDeletionTimestamp(); ts != nil {
+		deleted = ts.Format("15:04:05")
+	}
+	return fmt.Sprintf("at %s uid %s rv %s deleted %s finalizers %v owners %v managers %v",
+		at.Format("15:04:05.000"), o.GetUID(), o.GetResourceVersion(), deleted, o.GetFinalizers(), owners, managers)
+}
+
+func (m *metaWatch) told() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return strings.Join(m.seen, "\n")
 }
 
 func sameKeys(a, b map[types.UID]bool) bool {

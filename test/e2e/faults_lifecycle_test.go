@@ -24,6 +24,7 @@ func TestFaultsLifecycle(t *testing.T) {
 		{name: "rolling update of the operator Deployment (maxSurge: the new replica first, then SIGTERM the old)", run: operatorRollingUpdate},
 		{name: "an in-cluster operator and one started from a laptop with its defaults", run: inClusterAndLaptop},
 		{name: "hostile neighbours: thousands of unrelated objects in other namespaces", run: hostileNeighbours},
+		{name: "neighbours carrying our labels and LWS's in other namespaces (no serving made them)", run: labelledNeighbours},
 	}
 	inTurn(t, "l", seq, servingsAhead(t, "l", seq))
 }
@@ -111,15 +112,21 @@ func operatorRollingUpdate(t *testing.T, ns, name string) {
 		t.Logf("the old replica exited (status %d) %s after SIGTERM", code, time.Since(stopped).Round(10*time.Millisecond))
 	}
 	time.Sleep(3 * time.Second) // admissions after the handover too
-	r := probe.Stop()
-	t.Logf("admission during the handover: %s; longest refusing stretch %s", r, r.LongestFailingStretch.Round(10*time.Millisecond))
+	checkAdmissionKept(t, probe.Stop(), "the handover")
+	checkInvariantsAs(t, next, ns, name, 2, copies, map[string]*versions{"the Lease's holder": holders, "the webhook configuration's URL": urls})
+}
+
+// checkAdmissionKept: the LWS admissions probed through a handover were all let in, and there
+// were enough of them to show it.
+func checkAdmissionKept(t *testing.T, r testenv.AdmissionResult, during string) {
+	t.Helper()
+	t.Logf("admission during %s: %s; longest refusing stretch %s", during, r, r.LongestFailingStretch.Round(10*time.Millisecond))
 	if r.Tries < 20 {
-		violation(t, "only %d admissions during the handover: the case proves nothing", r.Tries)
+		violation(t, "only %d admissions during %s: the case proves nothing", r.Tries, during)
 	}
 	if r.Failures > 0 {
-		violation(t, "%d of %d LWS admissions refused during the handover, over %s: %v", r.Failures, r.Tries, r.Gap(), r.First)
+		violation(t, "%d of %d LWS admissions refused during %s, over %s: %v", r.Failures, r.Tries, during, r.Gap(), r.First)
 	}
-	checkInvariantsAs(t, next, ns, name, 2, copies, map[string]*versions{"the Lease's holder": holders, "the webhook configuration's URL": urls})
 }
 
 // inClusterAndLaptop: the in-cluster operator (its ServiceAccount, leader election as the
@@ -167,7 +174,10 @@ func inClusterAndLaptop(t *testing.T, ns, name string) {
 		violation(t, "the laptop operator does not say that another one leads:\n%s", testenv.LastLines(string(log), 10))
 	}
 
-	// The in-cluster operator goes (scaled to 0, say): the laptop takes over.
+	// The in-cluster operator goes (scaled to 0, say): the laptop takes over, and LWS admission
+	// (probed every 100 ms) is never refused meanwhile.
+	probe := testenv.ProbeAdmission(kc, ns, "vllm/vllm-openai:probe", 100*time.Millisecond)
+	time.Sleep(2 * time.Second) // admissions before the handover too
 	fault(t, "SIGTERM the in-cluster operator")
 	inCluster.signal(t, syscall.SIGTERM)
 	took := testenv.Eventually(t, 2*defaultLease, "the laptop operator to lead", func() (bool, error) {
@@ -178,6 +188,8 @@ func inClusterAndLaptop(t *testing.T, ns, name string) {
 	if _, err := inCluster.waitExit(30 * time.Second); err != nil {
 		violation(t, "the in-cluster operator did not exit: %v", err)
 	}
+	time.Sleep(3 * time.Second) // admissions after the handover too
+	checkAdmissionKept(t, probe.Stop(), "the in-cluster -> laptop handover")
 	update(t, ns, name, func(ms *v1.ModelServing) { ms.Spec.Replicas = ptr.To[int32](3) })
 	checkInvariantsAs(t, laptop, ns, name, 3, copies, map[string]*versions{"the Lease's holder": holders, "the webhook configuration's URL": urls})
 	if n := strings.Count(urls.String(), "->"); n != 1 {

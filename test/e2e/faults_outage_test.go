@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -203,6 +204,22 @@ type versions struct {
 
 func watchVersions(t *testing.T, list client.ObjectList, ns, name string, read func(client.Object) string) *versions {
 	t.Helper()
+	v := &versions{}
+	watchObject(t, list, ns, name, func(_ watch.EventType, o client.Object) {
+		s := read(o)
+		v.mu.Lock()
+		if len(v.seen) == 0 || v.seen[len(v.seen)-1] != s {
+			v.seen = append(v.seen, s)
+		}
+		v.mu.Unlock()
+	})
+	return v
+}
+
+// watchObject calls each with every event of one object (by name; in ns unless it is "") from
+// a watch until the test ends.
+func watchObject(t *testing.T, list client.ObjectList, ns, name string, each func(watch.EventType, client.Object)) {
+	t.Helper()
 	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
 		t.Fatal(err)
@@ -216,22 +233,13 @@ func watchVersions(t *testing.T, list client.ObjectList, ns, name string, read f
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	v := &versions{}
 	go func() {
 		for ev := range w.ResultChan() {
-			o, ok := ev.Object.(client.Object)
-			if !ok {
-				continue
+			if o, ok := ev.Object.(client.Object); ok {
+				each(ev.Type, o)
 			}
-			s := read(o)
-			v.mu.Lock()
-			if len(v.seen) == 0 || v.seen[len(v.seen)-1] != s {
-				v.seen = append(v.seen, s)
-			}
-			v.mu.Unlock()
 		}
 	}()
-	return v
 }
 
 // flipped is a value that came back after another one replaced it ("" when none did).
