@@ -893,6 +893,16 @@ func sumSeries(before, after map[string]float64, metric, want string) float64 {
 	return total
 }
 
+// hasMetric reports whether any series of metric was read.
+func hasMetric(series map[string]float64, metric string) bool {
+	for k := range series {
+		if name, _, _ := strings.Cut(k, "{"); name == metric {
+			return true
+		}
+	}
+	return false
+}
+
 // internals is what a controller's own metrics say of the burst: per controller ("modelserving",
 // "leaderworkerset", "pod") the reconciles per object, the mean wait in its queue and the mean
 // work of one pass (ms), and its client's requests per object. Nil when they cannot be read.
@@ -915,6 +925,10 @@ func internals(before, after map[string]float64, n int) map[string]float64 {
 		out[c+" work"] = 1000 * ws / max(wc, 1)
 	}
 	out["client requests"] = sumSeries(before, after, "rest_client_requests_total", "") / float64(n)
+	// Only the operator reports its client's rate limiter (kubectl-llm's own metric).
+	if hasMetric(after, operator.ClientThrottleMetric+"_count") {
+		out["client throttled"] = 1000 * sumSeries(before, after, operator.ClientThrottleMetric+"_sum", "") / float64(n)
+	}
 	out["heap"] = after["go_memstats_heap_inuse_bytes"] / (1 << 20)
 	return out
 }
@@ -987,12 +1001,13 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			})
 		}
 	}
-	num := func(name, unit string, f func(*results) float64) {
+	// num is a row of a figure; known says whether a side measured it (both, when nil).
+	numOf := func(name, unit string, f func(*results) float64, known func(*results) bool) {
 		a, b, ratio := "—", "—", "—"
-		if lws != nil {
+		if lws != nil && (known == nil || known(lws)) {
 			a = fmt.Sprintf("%.1f %s", f(lws), unit)
 		}
-		if llm != nil {
+		if llm != nil && (known == nil || known(llm)) {
 			b = fmt.Sprintf("%.1f %s", f(llm), unit)
 		}
 		if lws != nil && llm != nil && f(lws) > 0 {
@@ -1000,6 +1015,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, a, b, ratio)
 	}
+	num := func(name, unit string, f func(*results) float64) { numOf(name, unit, f, nil) }
 	num("controller CPU per burst object", "ms", func(r *results) float64 { return float64(r.cpuPerObject.Microseconds()) / 1000 })
 	for _, c := range components {
 		num(c+" CPU per burst object", "ms", func(r *results) float64 { return float64(r.componentCPU[c].Microseconds()) / 1000 })
@@ -1013,9 +1029,13 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		{"leaderworkerset work", "LeaderWorkerSet pass, mean", "ms"},
 		{"pod reconciles", "LWS pod controller passes per burst object", ""},
 		{"client requests", "controller's requests per burst object (its client)", ""},
+		{"client throttled", "controller's requests' wait in its client-side rate limiter, per burst object", "ms"},
 		{"heap", "controller heap in use after the burst", "MiB"},
 	} {
-		num(c.name, c.unit, func(r *results) float64 { return r.internals[c.key] })
+		numOf(c.name, c.unit, func(r *results) float64 { return r.internals[c.key] }, func(r *results) bool {
+			_, ok := r.internals[c.key]
+			return ok || c.key != "client throttled"
+		})
 	}
 	num("controller RSS before the burst", "MiB", func(r *results) float64 { return r.rssIdle })
 	num("controller RSS after the burst", "MiB", func(r *results) float64 { return r.rss })

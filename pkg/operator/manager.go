@@ -314,6 +314,7 @@ func newManager(ctx context.Context, cfg *rest.Config, opts Options) (_ manager.
 	if err != nil {
 		return nil, nil, cleanup, fmt.Errorf("register metrics: %w", err)
 	}
+	ObserveClientThrottle()
 	children, err := newChildrenCache(mgr, opts.Namespace)
 	if err != nil {
 		return nil, nil, cleanup, err

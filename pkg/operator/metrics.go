@@ -1,10 +1,15 @@
 package operator
 
 import (
+	"context"
+	"net/url"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+	clientmetrics "k8s.io/client-go/tools/metrics"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
@@ -43,6 +48,37 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// ClientThrottleMetric is the time the process's requests wait in client-go's rate limiter
+// (--kube-api-qps, --kube-api-burst) before they are sent: our reconciler's and the embedded
+// LWS's alike, since they share the client. It is 0 while the API server keeps up; under a burst
+// it is what the limit costs.
+const ClientThrottleMetric = "kubectl_llm_client_rate_limiter_wait_seconds"
+
+var observeThrottle sync.Once
+
+// ObserveClientThrottle registers ClientThrottleMetric with controller-runtime's registry (the
+// manager serves it at /metrics, beside client-go's request counts) and has client-go report its
+// rate limiter's waits to it. client-go has one hook for the whole process, so only the first
+// call does anything.
+func ObserveClientThrottle() {
+	observeThrottle.Do(func() {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: ClientThrottleMetric, Help: "Time a request waited in the client-side rate limiter before it was sent.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
+		}, []string{"verb"})
+		if err := crmetrics.Registry.Register(h); err != nil {
+			return
+		}
+		clientmetrics.RateLimiterLatency = throttleObserver{h}
+	})
+}
+
+type throttleObserver struct{ h *prometheus.HistogramVec }
+
+func (o throttleObserver) Observe(_ context.Context, verb string, _ url.URL, wait time.Duration) {
+	o.h.WithLabelValues(verb).Observe(wait.Seconds())
 }
 
 func (m *Metrics) observeReconcile(d time.Duration) {
