@@ -360,7 +360,7 @@ func runDisagg(ctx context.Context, cluster *sim.Cluster, bin, dir string, reps 
 			got[s.name] = append(got[s.name], r)
 		}
 		stop()
-		_ = kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		deleteNamespace(ctx, ns)
 	}
 	fmt.Fprintf(out, "2 prefill and 6 decode groups of %d pods, rolled to a new image %d times; median [min–max]:\n\n", disaggGroupSize, reps)
 	fmt.Fprintln(out, "| | DisaggregatedSet | kubectl-llm roles | ratio |\n| --- | --- | --- | --- |")

@@ -93,7 +93,7 @@ func measureUnrelated(ctx context.Context, pid, n int) (before, after float64, e
 		return 0, 0, err
 	}
 	fmt.Fprintf(os.Stderr, "RSS with them: %s\n", rssParts(pid))
-	_ = kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	deleteNamespace(ctx, ns)
 	return before, after, nil
 }
 
@@ -107,9 +107,7 @@ type getTimes struct {
 
 func measureGet(ctx context.Context, bin, kubeconfig string, n, reps int) (*getTimes, error) {
 	ns := newNamespace(ctx, "get")
-	defer func() {
-		_ = kc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	}()
+	defer deleteNamespace(context.Background(), ns)
 	for i := 0; i < n; i++ {
 		if err := kc.Create(ctx, servingSpec(ns, fmt.Sprintf("g%04d", i), 0, 1, "engine:v1")); err != nil {
 			return nil, err

@@ -425,13 +425,20 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		}
 	}
 	for _, name := range []string{ns, burstNS} {
-		_ = kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		_, _ = until(ctx, 5*time.Minute, func() (bool, error) {
-			err := kc.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-		})
+		deleteNamespace(ctx, name)
 	}
 	return r, nil
+}
+
+// deleteNamespace deletes a namespace and waits (5 min at most) until it is gone, so that the
+// next case or side does not run while the cluster is still taking its objects down (the
+// endpoints controller alone sends thousands of requests for the -unrelated case's Services).
+func deleteNamespace(ctx context.Context, name string) {
+	_ = kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	_, _ = until(ctx, 5*time.Minute, func() (bool, error) {
+		err := kc.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
 }
 
 // recovery deletes worker 1 of group 0 and waits until every pod of the group is new and Ready
