@@ -64,6 +64,7 @@ func main() {
 	flag.IntVar(&getN, "get", 0, "on the kubectl-llm side, time `kubectl llm get` of this many servings against `kubectl get modelservings`")
 	flag.BoolVar(&disagg, "disagg", false, "instead of the other cases, roll a 2 prefill : 6 decode topology -reps times by LWS's DisaggregatedSet and by a ModelServing with roles")
 	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
+	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged, create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
 	flag.StringVar(&operatorArgs, "operator-args", "", "extra flags of kubectl-llm operator, space-separated (to try a setting)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -99,6 +100,10 @@ type results struct {
 	// every group ready (LWS's work, and for kubectl-llm what came before it); fromLWS is that →
 	// the top object says Ready (kubectl-llm only: the operator's own step out).
 	toLWS, lwsReady, fromLWS []time.Duration
+	// single, singleToLWS and singleFromLWS are the -single case: objects created one at a time
+	// while the N burst objects exist, converged (each created → Ready, and the operator's own
+	// step in and step out): the operator's latency apart from the burst's queue.
+	single, singleToLWS, singleFromLWS []time.Duration
 	// requests are the API requests per burst object during the burst, by verb and resource,
 	// from the API server's own counters (every client: the controllers, scheduler, kwok…).
 	requests map[string]float64
@@ -156,8 +161,8 @@ func trace(ctx context.Context, ns, name string, t timing) {
 var (
 	operatorArgs, heapFile, cpuFile string
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
-	unrelatedN, getN int
-	disagg           bool
+	unrelatedN, getN, singleN int
+	disagg                    bool
 	// rounds is how many times each side is measured, in the order A B B A A B…, so that the
 	// load of the machine drifting during a run weighs on both sides alike.
 	rounds int
@@ -385,16 +390,9 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	trace(ctx, burstNS, r.slowest, r.slowestAt)
 	r.cpuPerObject = (cpu1 - cpu0) / time.Duration(n)
 	for name, t0 := range createdAt {
-		var tl, tr time.Time
-		var okL, okR bool
-		// The top object may say Ready a moment before this watch of its LWS delivers the same.
-		_, _ = until(ctx, 10*time.Second, func() (bool, error) {
-			tl, okL = lwsSeen.at(name)
-			tr, okR = lwsReadySeen.at(name)
-			return okL && okR, nil
-		})
-		if !okL || !okR {
-			return nil, fmt.Errorf("burst object %s: its LeaderWorkerSet was not seen (created %v, ready %v)", name, okL, okR)
+		tl, tr, err := lwsTimes(ctx, name, lwsSeen, lwsReadySeen)
+		if err != nil {
+			return nil, fmt.Errorf("burst object %w", err)
 		}
 		r.lwsReady = append(r.lwsReady, tr.Sub(t0))
 		if s.name == "kubectl-llm" {
@@ -404,6 +402,11 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	}
 	if r.rss, err = rssMiB(pid); err != nil {
 		return nil, err
+	}
+	if singleN > 0 {
+		if err := oneAtATime(ctx, s, r, burstNS, readyCh, lwsSeen, lwsReadySeen); err != nil {
+			return nil, err
+		}
 	}
 
 	// Churn: the burst objects go (namespace deletion, in the background) while one object
@@ -428,6 +431,58 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		deleteNamespace(ctx, name)
 	}
 	return r, nil
+}
+
+// oneAtATime is the -single case: singleN objects created one at a time among the converged burst
+// objects, each after the previous one is Ready and a quiet second, so that the operator's queue
+// is empty when it comes: what is left is the operator's own latency (and LWS's, the same on both
+// sides).
+func oneAtATime(ctx context.Context, s side, r *results, ns string, readyCh <-chan string, lwsSeen, lwsReadySeen *seen) error {
+	for i := 0; i < singleN; i++ {
+		time.Sleep(time.Second)
+		name := fmt.Sprintf("s%04d", i)
+		t0 := time.Now()
+		if err := s.create(ctx, ns, name, 1, 1, "engine:v1"); err != nil {
+			return err
+		}
+		var readyAt time.Time
+		timeout := time.After(2 * time.Minute)
+		for readyAt.IsZero() {
+			select {
+			case got := <-readyCh:
+				if got == name {
+					readyAt = time.Now()
+				}
+			case <-timeout:
+				return fmt.Errorf("single object %s not Ready in 2 minutes", name)
+			}
+		}
+		r.single = append(r.single, readyAt.Sub(t0))
+		tl, tr, err := lwsTimes(ctx, name, lwsSeen, lwsReadySeen)
+		if err != nil {
+			return fmt.Errorf("single object %w", err)
+		}
+		if s.name == "kubectl-llm" {
+			r.singleToLWS = append(r.singleToLWS, tl.Sub(t0))
+			r.singleFromLWS = append(r.singleFromLWS, max(0, readyAt.Sub(tr)))
+		}
+	}
+	return nil
+}
+
+// lwsTimes is when the watches first saw the object's LeaderWorkerSet, and saw it Ready. The top
+// object may say Ready a moment before the watch of its LWS delivers the same: it waits 10 s.
+func lwsTimes(ctx context.Context, name string, lwsSeen, lwsReadySeen *seen) (seenAt, readyAt time.Time, err error) {
+	var okL, okR bool
+	_, _ = until(ctx, 10*time.Second, func() (bool, error) {
+		seenAt, okL = lwsSeen.at(name)
+		readyAt, okR = lwsReadySeen.at(name)
+		return okL && okR, nil
+	})
+	if !okL || !okR {
+		return seenAt, readyAt, fmt.Errorf("%s: its LeaderWorkerSet was not seen (created %v, ready %v)", name, okL, okR)
+	}
+	return seenAt, readyAt, nil
 }
 
 // deleteNamespace deletes a namespace and waits (5 min at most) until it is gone, so that the
@@ -991,22 +1046,36 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	row(fmt.Sprintf("burst of %d → each Ready, p50", n), q(0.5))
 	row(fmt.Sprintf("burst of %d → each Ready, p99", n), q(0.99))
 	row(fmt.Sprintf("burst of %d → each Ready, max", n), q(1))
-	for _, l := range []struct {
+	type figure struct {
 		name string
 		f    func(*results) []time.Duration
-	}{
-		{"created → its LeaderWorkerSet seen (the operator's step in)", func(r *results) []time.Duration { return r.toLWS }},
-		{"created → its LeaderWorkerSet's status Ready", func(r *results) []time.Duration { return r.lwsReady }},
-		{"LeaderWorkerSet Ready → serving Ready (the operator's step out)", func(r *results) []time.Duration { return r.fromLWS }},
-	} {
-		for _, p := range []float64{0.5, 0.99} {
-			row(fmt.Sprintf("burst: %s, p%.0f", l.name, p*100), func(r *results) []time.Duration {
-				if d := l.f(r); len(d) > 0 {
-					return []time.Duration{quantile(d, p)}
-				}
-				return nil
-			})
+	}
+	// quantiles are the p50 and p99 rows of each figure, its name after prefix.
+	quantiles := func(prefix string, figures []figure) {
+		for _, l := range figures {
+			for _, p := range []float64{0.5, 0.99} {
+				row(fmt.Sprintf("%s: %s, p%.0f", prefix, l.name, p*100), func(r *results) []time.Duration {
+					if d := l.f(r); len(d) > 0 {
+						return []time.Duration{quantile(d, p)}
+					}
+					return nil
+				})
+			}
 		}
+	}
+	stepIn := "created → its LeaderWorkerSet seen (the operator's step in)"
+	stepOut := "LeaderWorkerSet Ready → serving Ready (the operator's step out)"
+	quantiles("burst", []figure{
+		{stepIn, func(r *results) []time.Duration { return r.toLWS }},
+		{"created → its LeaderWorkerSet's status Ready", func(r *results) []time.Duration { return r.lwsReady }},
+		{stepOut, func(r *results) []time.Duration { return r.fromLWS }},
+	})
+	if singleN > 0 {
+		quantiles(fmt.Sprintf("one at a time among %d converged", n), []figure{
+			{"created → Ready", func(r *results) []time.Duration { return r.single }},
+			{stepIn, func(r *results) []time.Duration { return r.singleToLWS }},
+			{stepOut, func(r *results) []time.Duration { return r.singleFromLWS }},
+		})
 	}
 	// num is a row of a figure; known says whether a side measured it (both, when nil).
 	numOf := func(name, unit string, f func(*results) float64, known func(*results) bool) {
@@ -1236,6 +1305,9 @@ func merge(rs []*results) *results {
 		m.toLWS = append(m.toLWS, r.toLWS...)
 		m.lwsReady = append(m.lwsReady, r.lwsReady...)
 		m.fromLWS = append(m.fromLWS, r.fromLWS...)
+		m.single = append(m.single, r.single...)
+		m.singleToLWS = append(m.singleToLWS, r.singleToLWS...)
+		m.singleFromLWS = append(m.singleFromLWS, r.singleFromLWS...)
 		for k, v := range r.requests {
 			m.requests[k] += v / float64(len(rs))
 		}

@@ -25,12 +25,14 @@ import (
 // after the LeaderWorkerSet), worker-statefulset (a group's, named after its leader pod), or the
 // kind in lower case (leaderworkerset, controllerrevision, service, pod), with -status for a write
 // of the status subresource. The serving is the one the object belongs to, from its LWS name label
-// (a LeaderWorkerSet's own name). Without a failpoint the client is c itself: no cost.
+// (a LeaderWorkerSet's own name). Without a failpoint there is no failpoint client: no cost.
+//
+// Outermost, oneRevisionPerTemplate keeps them from recording one template twice.
 func lwsClient(c client.Client, live client.Reader, fp failpoint.Set) client.Client {
-	if !fp.Active() {
-		return c
+	if fp.Active() {
+		c = &failpointClient{Client: c, live: live, fp: fp}
 	}
-	return &failpointClient{Client: c, live: live, fp: fp}
+	return oneRevisionPerTemplate{Client: c, live: live}
 }
 
 type failpointClient struct {

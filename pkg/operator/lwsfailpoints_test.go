@@ -3,12 +3,15 @@ package operator
 import (
 	"bytes"
 	"context"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -62,10 +65,64 @@ func unstructuredSTS(ns, name, set string) *unstructured.Unstructured {
 	return u
 }
 
-func TestLWSClientIsTheClientItselfWithoutAFailpoint(t *testing.T) {
+func TestLWSClientHasNoFailpointClientWithoutAFailpoint(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
-	if got := lwsClient(c, c, failpoint.Set{}); got != c {
-		t.Fatalf("without a failpoint the LWS controllers get %T, not the manager's client", got)
+	got, ok := lwsClient(c, c, failpoint.Set{}).(oneRevisionPerTemplate)
+	if !ok || got.Client != c {
+		t.Fatalf("without a failpoint the LWS controllers get %#v, not the manager's client behind oneRevisionPerTemplate", got)
+	}
+}
+
+// lwsRevision is a ControllerRevision as the LWS controller records its template.
+func lwsRevision(name string, number int64, key, data string, owner types.UID) *appsv1.ControllerRevision {
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			Labels: map[string]string{lwsv1.SetNameLabelKey: "qwen", lwsv1.RevisionKey: key},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: lwsv1.GroupVersion.String(), Kind: "LeaderWorkerSet",
+				Name: "qwen", UID: owner, Controller: ptr.To(true)}}},
+		Data:     runtime.RawExtension{Raw: []byte(data)},
+		Revision: number,
+	}
+}
+
+func TestTheEmbeddedLWSRecordsATemplateOnce(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	lc := lwsClient(c, c, failpoint.Set{})
+	if err := lc.Create(ctx, lwsRevision("qwen-aaa-1", 1, "aaa", `{"a":1}`, "lws-1")); err != nil {
+		t.Fatal(err)
+	}
+	// The pass after a kill between the revision and the leader StatefulSet: the same template
+	// under the next number. It gets the recorded one.
+	again := lwsRevision("qwen-aaa-2", 2, "aaa", `{"a":1}`, "lws-1")
+	if err := lc.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Name != "qwen-aaa-1" || again.Revision != 1 {
+		t.Errorf("the second record of the template came back as %s (revision %d), want qwen-aaa-1 (1)", again.Name, again.Revision)
+	}
+	// Another template, another LeaderWorkerSet of the same name (a new UID), or other data under
+	// the key: recorded as asked.
+	for _, rev := range []*appsv1.ControllerRevision{
+		lwsRevision("qwen-bbb-2", 2, "bbb", `{"a":2}`, "lws-1"),
+		lwsRevision("qwen-aaa-3", 3, "aaa", `{"a":1}`, "lws-2"),
+		lwsRevision("qwen-aaa-4", 4, "aaa", `{"a":3}`, "lws-1"),
+	} {
+		if err := lc.Create(ctx, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var list appsv1.ControllerRevisionList
+	if err := c.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range list.Items {
+		names = append(names, r.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"qwen-aaa-1", "qwen-aaa-3", "qwen-aaa-4", "qwen-bbb-2"}; !slices.Equal(names, want) {
+		t.Errorf("revisions %v, want %v", names, want)
 	}
 }
 

@@ -65,6 +65,9 @@ const conflictRecheck = 5 * time.Second
 // besides the events of their deletions.
 const finalizeRecheck = 5 * time.Second
 
+// conflictRetry is how soon a pass whose write met a child changed since it was read looks again.
+const conflictRetry = 100 * time.Millisecond
+
 // lwsMissingRecheck is how often a serving looks again whether LeaderWorkerSet is served, once
 // its CRD is gone (the operator may not watch CRDs; a new serving is reconciled at once anyway).
 const lwsMissingRecheck = 10 * time.Second
@@ -157,6 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !ms.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, ms)
 	}
+	confirmed := false
 	if !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren) {
 		patch := client.MergeFromWithOptions(ms.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(ms, v1.FinalizerChildren)
@@ -165,9 +169,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		r.echoes.wrote(req.NamespacedName, ms.ResourceVersion) // this pass goes on with it
 		r.Failpoints.Hit("after-finalizer", req.String())
+		confirmed = true
 	}
 
+	// The finalizer patch above was an optimistic write: when it went through, the serving was
+	// live as this pass read it, and the check needs no GET until the pass reads a child again.
+	ctx = withLiveness(ctx, ms, confirmed)
 	obs, stale, err := r.observe(ctx, ms)
+	if errors.Is(err, errServingNotLive) {
+		return r.notLive(ctx)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -180,6 +191,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var actErr error
 	if in.specErr == nil {
 		actErr = r.act(ctx, obs, &in)
+	}
+	if errors.Is(actErr, errServingNotLive) {
+		return r.notLive(ctx)
+	}
+	if apierrors.IsConflict(actErr) {
+		// A child changed between this pass's read and its write (an apply carries the
+		// resourceVersion it was decided on): not a failure to report; look again with what
+		// the cache has by then.
+		log.FromContext(ctx).V(1).Info("A child changed since it was read; looking again", "error", actErr.Error())
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if apierrors.HasStatusCause(actErr, corev1.NamespaceTerminatingCause) {
 		// The namespace is being deleted, the serving with it: nothing to repair or report; look
@@ -444,6 +465,9 @@ func ownership(ms *v1.ModelServing, child metav1.Object) childOwnership {
 func (r *Reconciler) claim(ctx context.Context, ms *v1.ModelServing, child client.Object) (childOwnership, error) {
 	own := ownership(ms, child)
 	if own == childForeign && adoptable(ms, child) {
+		if err := r.confirmLive(ctx, ms); err != nil {
+			return own, err
+		}
 		if err := r.adopt(ctx, ms, child); err != nil {
 			return own, err
 		}
@@ -502,14 +526,22 @@ func nameConflict(kind string, o client.Object) status.Problem {
 // and prunes old revisions. It decides nothing.
 func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 	ms := obs.serving
+	// Every write below was decided on the serving as the cache held it: beforeWrite makes sure
+	// it is still live (see liveness).
 	switch {
 	case in.createRevision != nil:
+		if err := r.beforeWrite(ctx); err != nil {
+			return err
+		}
 		if err := r.Client.Create(ctx, in.createRevision); err != nil && !apierrors.IsAlreadyExists(err) {
 			// AlreadyExists: the cache has not seen our own earlier create yet.
 			return fmt.Errorf("create ControllerRevision %s: %w", in.createRevision.Name, err)
 		}
 		r.Failpoints.Hit("after-revision", client.ObjectKeyFromObject(ms).String())
 	case in.renumber != nil:
+		if err := r.beforeWrite(ctx); err != nil {
+			return err
+		}
 		rev := findRevision(obs.revisions, in.renumber.name).DeepCopy()
 		patch := client.MergeFrom(rev.DeepCopy())
 		rev.Revision = in.renumber.to
@@ -548,6 +580,9 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 		}
 	}
 	for _, rev := range in.prune {
+		if err := r.beforeWrite(ctx); err != nil {
+			return err
+		}
 		if err := r.Client.Delete(ctx, &rev); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("prune ControllerRevision %s: %w", rev.Name, err)
 		}
@@ -598,7 +633,15 @@ func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, 
 			return nil
 		}
 	}
+	if err := r.beforeWrite(ctx); err != nil {
+		return err
+	}
 	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})
+	if live != nil {
+		// Over the LWS this pass read only: a release by the garbage collector since (the
+		// serving deleted with --cascade=orphan) makes the API server refuse the apply.
+		desired.WithResourceVersion(live.ResourceVersion)
+	}
 	if err := r.apply(ctx, desired, "LeaderWorkerSet", key); err != nil {
 		return err
 	}
@@ -620,7 +663,13 @@ func (r *Reconciler) applyService(ctx context.Context, live *corev1.Service, des
 			return nil
 		}
 	}
+	if err := r.beforeWrite(ctx); err != nil {
+		return err
+	}
 	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})
+	if live != nil {
+		desired.WithResourceVersion(live.ResourceVersion) // as for the LWS
+	}
 	if err := r.apply(ctx, desired, "Service", key); err != nil {
 		return err
 	}

@@ -158,6 +158,48 @@ func TestFaultsKillPoints(t *testing.T) {
 				killState.made = workers
 			},
 			after: checkStatefulSetsKept},
+		{name: "create: the embedded LWS after its ControllerRevision, before the leader StatefulSet", point: "lws-after-create-controllerrevision", fresh: true, trigger: create,
+			down: func(t *testing.T, ns, name string) {
+				leaders, workers := statefulSets(t, ns, name)
+				revs := lwsRevisions(t, ns, name)
+				if len(leaders)+len(workers) != 0 || len(revs) != 1 {
+					violation(t, "killed with %d StatefulSets and %d ControllerRevisions of the LeaderWorkerSet, want 0 and 1", len(leaders)+len(workers), len(revs))
+				}
+				killState.made = revs
+			},
+			after: checkLWSRevisionKept},
+		{name: "create: the embedded LWS after the group's headless Service", point: "lws-after-create-service", fresh: true, trigger: create,
+			down: func(t *testing.T, ns, name string) {
+				killState.made = headlessServices(t, ns, name)
+				if len(killState.made) != 1 {
+					violation(t, "killed with %d headless Services, want 1", len(killState.made))
+				}
+			},
+			after: func(t *testing.T, ns, name string) {
+				waitReady(t, ns, name, settle)
+				if now := headlessServices(t, ns, name); !maps.Equal(now, killState.made) {
+					violation(t, "the headless Service was made again: %v, at the kill %v", now, killState.made)
+				}
+			}},
+		{name: "rolling update: the embedded LWS after it moved the leader StatefulSet", point: "lws-after-update-leader-statefulset",
+			prepare: func(t *testing.T, ns, name string) {
+				killState.made, _ = statefulSets(t, ns, name)
+				killState.leaderRev = leaderTemplateRevision(t, ns, name)
+			},
+			trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) },
+			down: func(t *testing.T, ns, name string) {
+				if now := leaderTemplateRevision(t, ns, name); now == killState.leaderRev {
+					violation(t, "killed with the leader StatefulSet's template still at revision %s", now)
+				}
+			},
+			after: func(t *testing.T, ns, name string) {
+				if err := statusCaughtUp(t, ns, name, 2, 2); err != nil {
+					violation(t, "the rollout did not complete: %v", err)
+				}
+				if leaders, _ := statefulSets(t, ns, name); !maps.Equal(leaders, killState.made) {
+					violation(t, "the leader StatefulSet was made again: %v, before %v", leaders, killState.made)
+				}
+			}},
 		{name: "rolling update: the embedded LWS after it wrote the LeaderWorkerSet's status", point: "lws-after-update-leaderworkerset-status",
 			trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
 		{name: "a worker's container restarted: the embedded LWS after it deleted the group's leader", point: "lws-after-delete-pod", trigger: loseGroup1(true), after: checkGroupMadeAgain},
@@ -249,6 +291,8 @@ var killState struct {
 	lost     lostGroup
 	oldUID   types.UID // the deleted serving's
 	frozen   int       // the pid of the frozen kube-controller-manager
+	// leaderRev is the LWS template revision of the leader StatefulSet before a rolling update.
+	leaderRev string
 }
 
 // lostGroup: the pods' UIDs of the group that keeps running (0) and of the one that is lost (1).
@@ -470,7 +514,66 @@ func checkStatefulSetsKept(t *testing.T, ns, name string) {
 	}
 }
 
-func killName(i int) string { return "k" + string(rune('a'+i)) }
+// leaderTemplateRevision is the LWS template revision the leader StatefulSet's pod template carries.
+func leaderTemplateRevision(t *testing.T, ns, name string) string {
+	t.Helper()
+	var sts appsv1.StatefulSet
+	if err := kc.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &sts); err != nil {
+		t.Fatal(err)
+	}
+	return sts.Spec.Template.Labels[lwsv1.RevisionKey]
+}
+
+// lwsRevisions are the embedded LWS's ControllerRevisions of the serving's LeaderWorkerSet (not
+// the serving's own, nor its StatefulSets'), by name.
+func lwsRevisions(t *testing.T, ns, name string) map[string]types.UID {
+	t.Helper()
+	var revs appsv1.ControllerRevisionList
+	if err := kc.List(context.Background(), &revs, client.InNamespace(ns), client.MatchingLabels{lwsv1.SetNameLabelKey: name}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]types.UID{}
+	for _, r := range revs.Items {
+		// The StatefulSets' own revisions carry the label too (the pods' labels).
+		if ref := metav1.GetControllerOf(&r); ref != nil && ref.Kind == "LeaderWorkerSet" {
+			out[r.Name] = r.UID
+		}
+	}
+	return out
+}
+
+// checkLWSRevisionKept: the LeaderWorkerSet's ControllerRevision made before the kill is the one
+// its groups run with, none made twice for the same template.
+func checkLWSRevisionKept(t *testing.T, ns, name string) {
+	waitReady(t, ns, name, settle)
+	if now := lwsRevisions(t, ns, name); !maps.Equal(now, killState.made) {
+		violation(t, "the LeaderWorkerSet's ControllerRevisions are %v, at the kill %v", now, killState.made)
+	}
+}
+
+// headlessServices are the Services the embedded LWS makes for the serving's groups, by name.
+func headlessServices(t *testing.T, ns, name string) map[string]types.UID {
+	t.Helper()
+	var list corev1.ServiceList
+	if err := kc.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{lwsv1.SetNameLabelKey: name}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]types.UID{}
+	for _, s := range list.Items {
+		if s.DeletionTimestamp == nil {
+			out[s.Name] = s.UID
+		}
+	}
+	return out
+}
+
+// killName names case i's serving: ka…kz, then kaa… (a DNS-1035 label either way).
+func killName(i int) string {
+	if i < 26 {
+		return "k" + string(rune('a'+i))
+	}
+	return fmt.Sprintf("k%c%c", rune('a'+i/26-1), rune('a'+i%26))
+}
 
 // checkGone checks what a deleted serving must leave: nothing. The serving is gone (its finalizer
 // removed), and no LeaderWorkerSet, Service or ControllerRevision of it is left.

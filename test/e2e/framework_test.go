@@ -106,6 +106,10 @@ func run(m *testing.M) (int, error) {
 	}
 	op = &operatorProcess{logPath: filepath.Join(dir, "operator.log")}
 	if err := op.start(); err != nil {
+		if log, rerr := os.ReadFile(op.logPath); rerr == nil {
+			fmt.Fprintf(os.Stderr, "---- operator log (last 60 entries, repeats collapsed) ----\n%s\n", testenv.LogTail(string(log), 60, 600))
+		}
+		keepFailedLogs(dir)
 		return 0, err
 	}
 	defer op.stop()
