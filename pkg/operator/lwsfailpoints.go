@@ -32,7 +32,7 @@ func lwsClient(c client.Client, live client.Reader, fp failpoint.Set) client.Cli
 	if fp.Active() {
 		c = &failpointClient{Client: c, live: live, fp: fp}
 	}
-	return oneRevisionPerTemplate{Client: c, live: live}
+	return oneRevisionPerTemplate{Client: c}
 }
 
 type failpointClient struct {

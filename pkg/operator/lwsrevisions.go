@@ -23,10 +23,14 @@ import (
 // CI log were that). Upstream's own comment says only one should ever match; this client makes it
 // so: a create of a LeaderWorkerSet's ControllerRevision whose template key that LeaderWorkerSet
 // has a revision of already, with the same data, returns that revision instead.
+//
+// It looks in the manager's cache, which holds every revision LWS made (by LWS's label): a LIST
+// of the API server for each new LeaderWorkerSet cost a request per serving in a burst (81 ms
+// each under the scale harness's load). After a restart the cache is synced before any pass, so
+// the crash case is covered; a create retried faster than the cache sees the first one is not
+// (upstream's own lookup, from the same cache, misses it too).
 type oneRevisionPerTemplate struct {
 	client.Client
-	// live lists the revisions: the cache may not hold the one a pass made a moment ago.
-	live client.Reader
 }
 
 func (c oneRevisionPerTemplate) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
@@ -43,7 +47,7 @@ func (c oneRevisionPerTemplate) Create(ctx context.Context, obj client.Object, o
 	return c.Client.Create(ctx, obj, opts...)
 }
 
-// recorded is the LeaderWorkerSet's live revision of rev's template key with rev's data (the
+// recorded is the LeaderWorkerSet's revision of rev's template key with rev's data (the
 // highest numbered, should there be several), or nil.
 func (c oneRevisionPerTemplate) recorded(ctx context.Context, rev *appsv1.ControllerRevision) (*appsv1.ControllerRevision, error) {
 	set, key := rev.Labels[lwsv1.SetNameLabelKey], rev.Labels[lwsv1.RevisionKey]
@@ -52,7 +56,7 @@ func (c oneRevisionPerTemplate) recorded(ctx context.Context, rev *appsv1.Contro
 		return nil, nil
 	}
 	var list appsv1.ControllerRevisionList
-	if err := c.live.List(ctx, &list, client.InNamespace(rev.Namespace),
+	if err := c.Client.List(ctx, &list, client.InNamespace(rev.Namespace),
 		client.MatchingLabels{lwsv1.SetNameLabelKey: set, lwsv1.RevisionKey: key}); err != nil {
 		return nil, err
 	}
