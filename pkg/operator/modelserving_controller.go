@@ -173,7 +173,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// The finalizer patch above was an optimistic write: when it went through, the serving was
-	// live as this pass read it, and the check needs no GET until the pass reads a child again.
+	// live as this pass read it, so the pass's writes need no GET to confirm it (an adoption
+	// still asks, see liveness).
 	ctx = withLiveness(ctx, ms, confirmed)
 	obs, stale, err := r.observe(ctx, ms)
 	if errors.Is(err, errServingNotLive) {

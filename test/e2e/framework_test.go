@@ -106,21 +106,23 @@ func run(m *testing.M) (int, error) {
 	}
 	op = &operatorProcess{logPath: filepath.Join(dir, "operator.log")}
 	if err := op.start(); err != nil {
-		if log, rerr := os.ReadFile(op.logPath); rerr == nil {
-			fmt.Fprintf(os.Stderr, "---- operator log (last 60 entries, repeats collapsed) ----\n%s\n", testenv.LogTail(string(log), 60, 600))
-		}
-		keepFailedLogs(dir)
+		reportFailedRun(dir)
 		return 0, err
 	}
 	defer op.stop()
 	code := m.Run()
 	if code != 0 {
-		if log, err := os.ReadFile(op.logPath); err == nil {
-			fmt.Fprintf(os.Stderr, "---- operator log (last 60 entries, repeats collapsed) ----\n%s\n", testenv.LogTail(string(log), 60, 600))
-		}
-		keepFailedLogs(dir)
+		reportFailedRun(dir)
 	}
 	return code, nil
+}
+
+// reportFailedRun prints the operator log's tail and keeps the run's logs.
+func reportFailedRun(dir string) {
+	if log, err := os.ReadFile(op.logPath); err == nil {
+		fmt.Fprintf(os.Stderr, "---- operator log (last 60 entries, repeats collapsed) ----\n%s\n", testenv.LogTail(string(log), 60, 600))
+	}
+	keepFailedLogs(dir)
 }
 
 // keepFailedLogs copies the logs of a failed run (the operator's runs, the simulated cluster's
