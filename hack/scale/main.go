@@ -104,6 +104,10 @@ type results struct {
 	// while the N burst objects exist, converged (each created → Ready, and the operator's own
 	// step in and step out): the operator's latency apart from the burst's queue.
 	single, singleToLWS, singleFromLWS []time.Duration
+	// singleSeenToLWS is, in the -single case, the serving first seen by a watch → its
+	// LeaderWorkerSet first seen by a watch: the step in without the create request's own round
+	// trip, both ends seen the way the operator's informers see them.
+	singleSeenToLWS []time.Duration
 	// requests are the API requests per burst object during the burst, by verb and resource,
 	// from the API server's own counters (every client: the controllers, scheduler, kwok…).
 	requests map[string]float64
@@ -438,6 +442,13 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 // is empty when it comes: what is left is the operator's own latency (and LWS's, the same on both
 // sides).
 func oneAtATime(ctx context.Context, s side, r *results, ns string, readyCh <-chan string, lwsSeen, lwsReadySeen *seen) error {
+	var servingSeen *seen
+	if s.name == "kubectl-llm" {
+		var err error
+		if servingSeen, err = firstSeen(ctx, &v1.ModelServingList{}, ns, func(client.Object) bool { return true }); err != nil {
+			return err
+		}
+	}
 	for i := 0; i < singleN; i++ {
 		time.Sleep(time.Second)
 		name := fmt.Sprintf("s%04d", i)
@@ -465,6 +476,9 @@ func oneAtATime(ctx context.Context, s side, r *results, ns string, readyCh <-ch
 		if s.name == "kubectl-llm" {
 			r.singleToLWS = append(r.singleToLWS, tl.Sub(t0))
 			r.singleFromLWS = append(r.singleFromLWS, max(0, readyAt.Sub(tr)))
+			if ts, ok := servingSeen.at(name); ok {
+				r.singleSeenToLWS = append(r.singleSeenToLWS, max(0, tl.Sub(ts)))
+			}
 		}
 	}
 	return nil
@@ -1074,6 +1088,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		quantiles(fmt.Sprintf("one at a time among %d converged", n), []figure{
 			{"created → Ready", func(r *results) []time.Duration { return r.single }},
 			{stepIn, func(r *results) []time.Duration { return r.singleToLWS }},
+			{"seen → its LeaderWorkerSet seen (the step in, watch to watch)", func(r *results) []time.Duration { return r.singleSeenToLWS }},
 			{stepOut, func(r *results) []time.Duration { return r.singleFromLWS }},
 		})
 	}
@@ -1221,7 +1236,14 @@ func quantile(ds []time.Duration, p float64) time.Duration {
 	return s[int(p*float64(len(s)-1))]
 }
 
-func round(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
+// round shows a duration to the millisecond under a second (the operator's own steps are a few
+// of them), to 10 ms above.
+func round(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
 
 // cpuTime is the user+system CPU time of a process, from /proc/<pid>/stat.
 func cpuTime(pid int) (time.Duration, error) {
@@ -1307,6 +1329,7 @@ func merge(rs []*results) *results {
 		m.fromLWS = append(m.fromLWS, r.fromLWS...)
 		m.single = append(m.single, r.single...)
 		m.singleToLWS = append(m.singleToLWS, r.singleToLWS...)
+		m.singleSeenToLWS = append(m.singleSeenToLWS, r.singleSeenToLWS...)
 		m.singleFromLWS = append(m.singleFromLWS, r.singleFromLWS...)
 		for k, v := range r.requests {
 			m.requests[k] += v / float64(len(rs))

@@ -38,12 +38,6 @@ type liveness struct {
 
 type livenessKey struct{}
 
-// withLiveness starts a pass's liveness record. A serving whose finalizer this pass has just
-// added is confirmed by that optimistic write.
-func withLiveness(ctx context.Context, ms *v1.ModelServing, confirmed bool) context.Context {
-	return context.WithValue(ctx, livenessKey{}, &liveness{serving: ms, confirmed: confirmed})
-}
-
 // beforeWrite confirms, once per pass, that the pass's serving is live; a context without a
 // liveness record (finalize, which reads the API server itself) is not checked.
 func (r *Reconciler) beforeWrite(ctx context.Context) error {

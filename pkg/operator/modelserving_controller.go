@@ -131,6 +131,19 @@ type observed struct {
 	roles []observedRole
 }
 
+// noWorkload: the serving has no LeaderWorkerSet of its own, nor any of its roles.
+func (o *observed) noWorkload() bool {
+	if o.lws != nil {
+		return false
+	}
+	for _, ro := range o.roles {
+		if ro.lws != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // +kubebuilder:rbac:groups=serving.kubectl-llm.dev,resources=modelservings,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=serving.kubectl-llm.dev,resources=modelservings/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=serving.kubectl-llm.dev,resources=modelservings/finalizers,verbs=update
@@ -160,23 +173,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !ms.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, ms)
 	}
-	confirmed := false
+	// A serving without our finalizer (its first pass) gets it before any child is written. The
+	// write goes on beside observe, whose reads of the API server (a child the cache does not
+	// hold) it would otherwise wait for: on a new serving both are on the way to its first
+	// LeaderWorkerSet. It is made on a copy, which the pass takes once it went through.
+	var finalizing chan error
+	withFinalizer := ms
 	if !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren) {
-		patch := client.MergeFromWithOptions(ms.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(ms, v1.FinalizerChildren)
-		if err := r.Client.Patch(ctx, ms, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-		r.echoes.wrote(req.NamespacedName, ms.ResourceVersion) // this pass goes on with it
-		r.Failpoints.Hit("after-finalizer", req.String())
-		confirmed = true
+		withFinalizer = ms.DeepCopy()
+		finalizing = make(chan error, 1)
+		go func(ctx context.Context, ms *v1.ModelServing) {
+			err := r.addFinalizer(ctx, ms)
+			if err == nil {
+				r.echoes.wrote(req.NamespacedName, ms.ResourceVersion) // this pass goes on with it
+			}
+			finalizing <- err
+		}(ctx, withFinalizer)
 	}
-
-	// The finalizer patch above was an optimistic write: when it went through, the serving was
-	// live as this pass read it, so the pass's writes need no GET to confirm it (an adoption
-	// still asks, see liveness).
-	ctx = withLiveness(ctx, ms, confirmed)
+	live := &liveness{serving: ms}
+	ctx = context.WithValue(ctx, livenessKey{}, live)
 	obs, stale, err := r.observe(ctx, ms)
+	if finalizing != nil {
+		if ferr := <-finalizing; ferr != nil {
+			return ctrl.Result{}, ferr
+		}
+		r.Failpoints.Hit("after-finalizer", req.String())
+		// The finalizer patch was an optimistic write: it went through, so the serving was live
+		// as this pass read it, and the pass's writes need no GET to confirm it (an adoption
+		// still asks, see liveness).
+		ms, live.serving, live.confirmed = withFinalizer, withFinalizer, true
+		if obs != nil {
+			obs.serving = ms
+		}
+	}
 	if errors.Is(err, errServingNotLive) {
 		return r.notLive(ctx)
 	}
@@ -212,6 +241,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	sum, detailWait, reportErr := r.report(ctx, obs, in, actErr)
 	res, err := r.outcome(ctx, obs, in, sum, actErr, reportErr)
 	return withDetailWait(res, err, detailWait)
+}
+
+// addFinalizer adds our finalizer to the serving, at the resourceVersion the pass read.
+func (r *Reconciler) addFinalizer(ctx context.Context, ms *v1.ModelServing) error {
+	patch := client.MergeFromWithOptions(ms.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(ms, v1.FinalizerChildren)
+	if err := r.Client.Patch(ctx, ms, patch); err != nil {
+		return fmt.Errorf("add finalizer: %w", err)
+	}
+	return nil
 }
 
 // outcome is how a pass ends, from what act and report did.
@@ -526,9 +565,44 @@ func nameConflict(kind string, o client.Object) status.Problem {
 // act carries out what compute decided: records the revision, applies the LWS and the Service
 // and prunes old revisions. It decides nothing.
 func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
-	ms := obs.serving
 	// Every write below was decided on the serving as the cache held it: beforeWrite makes sure
 	// it is still live (see liveness).
+	steps := []func(context.Context, *observed, *intent) error{r.record, r.applyWorkloads, r.applyServices, r.prune}
+	if obs.noWorkload() {
+		// A serving with no LeaderWorkerSet yet (just created, or its LWS deleted): the LWS first,
+		// as it is what the groups wait on; the revision it runs is recorded right after. Its
+		// template carries the revision's name, computed from the spec, not read from the record,
+		// and a pass that finds an LWS without its record records it (compute), so a kill between
+		// the two loses nothing. A serving that has an LWS records first: a template moves only
+		// to a recorded revision.
+		steps[0], steps[1] = steps[1], steps[0]
+	}
+	for _, step := range steps {
+		if err := step(ctx, obs, in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prune deletes the revisions beyond the history limit.
+func (r *Reconciler) prune(ctx context.Context, obs *observed, in *intent) error {
+	for _, rev := range in.prune {
+		if err := r.beforeWrite(ctx); err != nil {
+			return err
+		}
+		if err := r.Client.Delete(ctx, &rev); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("prune ControllerRevision %s: %w", rev.Name, err)
+		}
+		r.Failpoints.Hit("after-prune", client.ObjectKeyFromObject(obs.serving).String())
+	}
+	return nil
+}
+
+// record creates the update revision's ControllerRevision or renumbers a recorded one (an undo),
+// and sends the pass's notes as events.
+func (r *Reconciler) record(ctx context.Context, obs *observed, in *intent) error {
+	key := client.ObjectKeyFromObject(obs.serving).String()
 	switch {
 	case in.createRevision != nil:
 		if err := r.beforeWrite(ctx); err != nil {
@@ -538,7 +612,7 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 			// AlreadyExists: the cache has not seen our own earlier create yet.
 			return fmt.Errorf("create ControllerRevision %s: %w", in.createRevision.Name, err)
 		}
-		r.Failpoints.Hit("after-revision", client.ObjectKeyFromObject(ms).String())
+		r.Failpoints.Hit("after-revision", key)
 	case in.renumber != nil:
 		if err := r.beforeWrite(ctx); err != nil {
 			return err
@@ -549,45 +623,47 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 		if err := r.Client.Patch(ctx, rev, patch); err != nil {
 			return fmt.Errorf("renumber ControllerRevision %s: %w", rev.Name, err)
 		}
-		r.Failpoints.Hit("after-renumber", client.ObjectKeyFromObject(ms).String())
+		r.Failpoints.Hit("after-renumber", key)
 	}
 	for _, note := range in.notes {
 		log.FromContext(ctx).Info(note)
 		if r.Recorder != nil {
-			r.Recorder.Eventf(ms, nil, corev1.EventTypeWarning, "RevisionMissing", "Reconcile", "%s", note)
+			r.Recorder.Eventf(obs.serving, nil, corev1.EventTypeWarning, "RevisionMissing", "Reconcile", "%s", note)
 		}
 	}
-	if in.lws != nil {
-		if err := r.applyLWS(ctx, obs.lws, in.lws); err != nil {
-			return err
-		}
-	}
+	return nil
+}
+
+// applyServices applies the serving's Service, or its roles' ones.
+func (r *Reconciler) applyServices(ctx context.Context, obs *observed, in *intent) error {
 	if in.service != nil {
 		if err := r.applyService(ctx, obs.service, in.service); err != nil {
 			return err
 		}
 	}
 	for _, ri := range in.roles {
-		seen := obs.role(ri.name)
-		if ri.lws != nil {
-			if err := r.applyLWS(ctx, seen.lws, ri.lws); err != nil {
-				return err
-			}
-		}
 		if ri.service != nil {
-			if err := r.applyService(ctx, seen.service, ri.service); err != nil {
+			if err := r.applyService(ctx, obs.role(ri.name).service, ri.service); err != nil {
 				return err
 			}
 		}
 	}
-	for _, rev := range in.prune {
-		if err := r.beforeWrite(ctx); err != nil {
+	return nil
+}
+
+// applyWorkloads applies the serving's LeaderWorkerSet, or its roles' ones.
+func (r *Reconciler) applyWorkloads(ctx context.Context, obs *observed, in *intent) error {
+	if in.lws != nil {
+		if err := r.applyLWS(ctx, obs.lws, in.lws); err != nil {
 			return err
 		}
-		if err := r.Client.Delete(ctx, &rev); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("prune ControllerRevision %s: %w", rev.Name, err)
+	}
+	for _, ri := range in.roles {
+		if ri.lws != nil {
+			if err := r.applyLWS(ctx, obs.role(ri.name).lws, ri.lws); err != nil {
+				return err
+			}
 		}
-		r.Failpoints.Hit("after-prune", client.ObjectKeyFromObject(ms).String())
 	}
 	return nil
 }
@@ -987,6 +1063,7 @@ func (r *Reconciler) release(ctx context.Context, ms *v1.ModelServing, children 
 		if err := r.Client.Patch(ctx, child, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("orphan %s: %w", child.GetName(), err)
 		}
+		r.Failpoints.Hit("finalize-after-release", client.ObjectKeyFromObject(ms).String())
 	}
 	return nil
 }

@@ -385,15 +385,22 @@ func orphanAndMakeAgain(t *testing.T, ns, name string) map[types.UID]bool {
 		err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws)
 		return err == nil && metav1.GetControllerOf(lws) == nil, err
 	})
-	if now := podUIDs(t, ns, name); !sameKeys(now, uids) {
-		violation(t, "pods changed after --cascade=orphan: %d before, %d after", len(uids), len(now))
+	makeAgainAfterOrphan(t, ns, name, old.Spec, uids)
+	return uids
+}
+
+// makeAgainAfterOrphan checks that the groups kept running through a deletion with
+// --cascade=orphan (the same pods), then makes the serving again with the same spec.
+func makeAgainAfterOrphan(t *testing.T, ns, name string, spec v1.ModelServingSpec, pods map[types.UID]bool) {
+	t.Helper()
+	if now := podUIDs(t, ns, name); !sameKeys(now, pods) {
+		violation(t, "pods changed after --cascade=orphan: %d before, %d after, not the same", len(pods), len(now))
 	}
 	again := newServing(ns, name, 2, 2, 1)
-	again.Spec = *old.Spec.DeepCopy()
-	if err := kc.Create(ctx, again); err != nil {
+	again.Spec = *spec.DeepCopy()
+	if err := kc.Create(context.Background(), again); err != nil {
 		t.Fatal(err)
 	}
-	return uids
 }
 
 // metaWatch records, from a watch of one object, each event with what of its metadata decides

@@ -93,8 +93,11 @@ func TestFaultsKillPoints(t *testing.T) {
 	}
 	cases := []killCase{
 		{name: "create: after the finalizer, before any child", point: "after-finalizer", fresh: true, trigger: create},
-		{name: "create: after the ControllerRevision, before the LeaderWorkerSet", point: "after-revision", fresh: true, trigger: create},
-		{name: "create: after the LeaderWorkerSet, before the Service", point: "after-lws", fresh: true, trigger: create},
+		// A new serving's LeaderWorkerSet comes first, then its revision is recorded, then the Service.
+		{name: "create: after the LeaderWorkerSet, before its ControllerRevision and the Service", point: "after-lws", fresh: true, trigger: create,
+			down: killedWithChildren(true, 0, false)},
+		{name: "create: after the LeaderWorkerSet and its ControllerRevision, before the Service", point: "after-revision", fresh: true, trigger: create,
+			down: killedWithChildren(true, 1, false)},
 		{name: "create: after the Service, before the status", point: "after-service", fresh: true, trigger: create},
 		{name: "rolling update: after the new revision, before the LeaderWorkerSet moves", point: "after-revision", trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
 		{name: "rolling update: after the LeaderWorkerSet moved, before the status", point: "after-lws", trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
@@ -203,6 +206,35 @@ func TestFaultsKillPoints(t *testing.T) {
 		{name: "rolling update: the embedded LWS after it wrote the LeaderWorkerSet's status", point: "lws-after-update-leaderworkerset-status",
 			trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
 		{name: "a worker's container restarted: the embedded LWS after it deleted the group's leader", point: "lws-after-delete-pod", trigger: loseGroup1(true), after: checkGroupMadeAgain},
+		{name: "rolling update finished: the embedded LWS after it deleted its old ControllerRevision", point: "lws-after-delete-controllerrevision",
+			trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) },
+			down: func(t *testing.T, ns, name string) {
+				killState.made = lwsRevisions(t, ns, name)
+				if len(killState.made) != 1 {
+					violation(t, "killed with %d ControllerRevisions of the LeaderWorkerSet, want the current one only", len(killState.made))
+				}
+				killState.orphaned = podUIDs(t, ns, name)
+			},
+			after: func(t *testing.T, ns, name string) {
+				waitReady(t, ns, name, settle)
+				if now := lwsRevisions(t, ns, name); !maps.Equal(now, killState.made) {
+					violation(t, "the LeaderWorkerSet's ControllerRevisions are %v, at the kill %v", now, killState.made)
+				}
+				if now := podUIDs(t, ns, name); !sameKeys(now, killState.orphaned) {
+					violation(t, "a group was made again after the rollout had finished: %d pods at the kill, %d after, not the same", len(killState.orphaned), len(now))
+				}
+			}},
+		{name: "delete with --cascade=orphan: after the first child was released, before the finalizer goes", point: "finalize-after-release",
+			prepare: func(t *testing.T, ns, name string) { killState.orphaned = podUIDs(t, ns, name) },
+			trigger: func(t *testing.T, ns, name string) {
+				if out, err := kubectlCmd("delete", "modelserving", name, "-n", ns, "--cascade=orphan", "--wait=false"); err != nil {
+					t.Fatalf("kubectl delete --cascade=orphan: %v\n%s", err, out)
+				}
+			},
+			down: checkReleasedTheLWSOnly,
+			after: func(t *testing.T, ns, name string) {
+				checkOrphanedAndAdopted(t, ns, name, killState.orphaned)
+			}},
 		{name: "delete: after the children's deletion, before the finalizer goes", point: "finalize-after-delete", trigger: del, deleted: true},
 		{name: "delete: with the children gone, before the finalizer goes", point: "before-finalizer-removal", trigger: del, deleted: true},
 	}
@@ -293,6 +325,8 @@ var killState struct {
 	frozen   int       // the pid of the frozen kube-controller-manager
 	// leaderRev is the LWS template revision of the leader StatefulSet before a rolling update.
 	leaderRev string
+	// spec is the serving's spec at the kill, for one made again after it is deleted.
+	spec v1.ModelServingSpec
 }
 
 // lostGroup: the pods' UIDs of the group that keeps running (0) and of the one that is lost (1).
@@ -411,6 +445,66 @@ func checkAdoptedOnlyTheLWS(t *testing.T, ns, name string) {
 	}
 	if ref := metav1.GetControllerOf(svc); ref != nil {
 		violation(t, "killed after the LeaderWorkerSet's adoption, the Service is controlled already (%+v)", ref)
+	}
+}
+
+// killedWithChildren checks what a new serving had at the kill: its LeaderWorkerSet or not, how many
+// ControllerRevisions of its own, its Service or not.
+func killedWithChildren(lws bool, revisions int, service bool) func(t *testing.T, ns, name string) {
+	return func(t *testing.T, ns, name string) {
+		ctx := context.Background()
+		hasLWS := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &lwsv1.LeaderWorkerSet{}) == nil
+		hasService := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-api"}, &corev1.Service{}) == nil
+		revs := len(revisionNumbers(t, ns, name))
+		if hasLWS != lws || revs != revisions || hasService != service {
+			violation(t, "killed with LeaderWorkerSet %t, %d ControllerRevisions, Service %t; want %t, %d, %t",
+				hasLWS, revs, hasService, lws, revisions, service)
+		}
+	}
+}
+
+// checkReleasedTheLWSOnly: killed in the finalizer's release of a serving deleted with
+// --cascade=orphan, after its first child (the LeaderWorkerSet): the serving is still there,
+// Terminating, and its LeaderWorkerSet has no controller.
+func checkReleasedTheLWSOnly(t *testing.T, ns, name string) {
+	ctx := context.Background()
+	ms := getServing(t, ns, name)
+	killState.spec = *ms.Spec.DeepCopy()
+	if ms.DeletionTimestamp.IsZero() {
+		violation(t, "killed in the release, the serving is not being deleted")
+	}
+	lws := &lwsv1.LeaderWorkerSet{}
+	if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(lws); ref != nil {
+		violation(t, "killed after the LeaderWorkerSet's release, it is still controlled by %+v", ref)
+	}
+}
+
+// checkOrphanedAndAdopted: the serving deleted with --cascade=orphan goes, its children stay
+// without a controller and its groups keep running (the same pods); made again with the same
+// spec (as it was at the kill), it adopts them, still the same pods.
+func checkOrphanedAndAdopted(t *testing.T, ns, name string, pods map[types.UID]bool) {
+	ctx := context.Background()
+	testenv.Eventually(t, settle, "the serving deleted with --cascade=orphan to go", func() (bool, error) {
+		err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1.ModelServing{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	kept := []client.Object{&lwsv1.LeaderWorkerSet{}, &corev1.Service{}}
+	for i, key := range []string{name, name + "-api"} {
+		if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: key}, kept[i]); err != nil {
+			violation(t, "%T %s is gone after --cascade=orphan: %v", kept[i], key, err)
+			continue
+		}
+		if ref := metav1.GetControllerOf(kept[i]); ref != nil {
+			violation(t, "%T %s is still controlled after --cascade=orphan: %+v", kept[i], key, ref)
+		}
+	}
+	makeAgainAfterOrphan(t, ns, name, killState.spec, pods)
+	waitReady(t, ns, name, settle)
+	if now := podUIDs(t, ns, name); !sameKeys(now, pods) {
+		violation(t, "the groups were made again on adoption: %d pods before, %d after, not the same", len(pods), len(now))
 	}
 }
 
