@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -569,6 +570,70 @@ func TestEngineThatStopsServingLeavesReadyAndComesBack(t *testing.T) {
 	if n := pod.Status.ContainerStatuses[0].RestartCount; n != 0 {
 		t.Errorf("the engine restarted %d times: a failing readiness probe must not restart it", n)
 	}
+}
+
+// A worker pod deleted by hand on a real node: the kubelet stops it gracefully, so LWS sees it
+// with a deletion timestamp (in the simulated cluster kwok removes it at once, and LWS may find
+// it gone or already replaced by its StatefulSet: docs/reliability.md) and recreates its whole
+// group: every pod of group 1 new, group 0 untouched, the serving Ready again.
+func TestWorkerDeletedByHandRecreatesItsWholeGroup(t *testing.T) {
+	ns := namespace(t, "rn-worker-")
+	ms := fakeServing("worker", ns, 2, 2)
+	if err := cluster.c.Create(ctx(t), ms); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ms, "2 groups × 2 Ready")
+	byGroup := func() map[string]map[string]bool {
+		out := map[string]map[string]bool{}
+		for _, p := range pods(t, ns, ms.Name) {
+			g := p.Labels[lwsv1.GroupIndexLabelKey]
+			if out[g] == nil {
+				out[g] = map[string]bool{}
+			}
+			out[g][string(p.UID)] = true
+		}
+		return out
+	}
+	before := byGroup()
+	if len(before["0"]) != 2 || len(before["1"]) != 2 {
+		t.Fatalf("pods by group before the deletion: %v", before)
+	}
+	var worker *corev1.Pod
+	for _, p := range pods(t, ns, ms.Name) {
+		if p.Labels[lwsv1.GroupIndexLabelKey] == "1" && !isLeader(p) {
+			worker = &p
+		}
+	}
+	if worker == nil {
+		t.Fatal("group 1 has no worker pod")
+	}
+	deleted := time.Now()
+	if err := cluster.c.Delete(ctx(t), worker); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, "group 1 made again whole and Ready", func() (bool, error) {
+		ps := pods(t, ns, ms.Name)
+		fresh, kept, ready := 0, 0, 0
+		for _, p := range ps {
+			if p.Labels[lwsv1.GroupIndexLabelKey] != "1" {
+				continue
+			}
+			if before["1"][string(p.UID)] {
+				kept++ // the old group's, terminating or not: the group is not yet made again
+				continue
+			}
+			fresh++
+			if ok, _ := podReady(p); ok {
+				ready++
+			}
+		}
+		return fresh == 2 && kept == 0 && ready == 2, fmt.Errorf("group 1: %d new pods (%d Ready), %d old left, want 2 new Ready", fresh, ready, kept)
+	})
+	t.Logf("group 1 made again and Ready %s after its worker was deleted", time.Since(deleted).Round(100*time.Millisecond))
+	if now := byGroup(); !maps.Equal(now["0"], before["0"]) {
+		t.Errorf("group 0 changed: %v, before %v", now["0"], before["0"])
+	}
+	waitReady(t, ms, "the serving Ready again")
 }
 
 // An engine that never becomes healthy: its startup probe fails until the kubelet restarts the
