@@ -226,12 +226,8 @@ func TestFaultsKillPoints(t *testing.T) {
 			}},
 		{name: "delete with --cascade=orphan: after the first child was released, before the finalizer goes", point: "finalize-after-release",
 			prepare: func(t *testing.T, ns, name string) { killState.orphaned = podUIDs(t, ns, name) },
-			trigger: func(t *testing.T, ns, name string) {
-				if out, err := kubectlCmd("delete", "modelserving", name, "-n", ns, "--cascade=orphan", "--wait=false"); err != nil {
-					t.Fatalf("kubectl delete --cascade=orphan: %v\n%s", err, out)
-				}
-			},
-			down: checkReleasedTheLWSOnly,
+			trigger: orphanWithTheCollectorFrozen,
+			down:    checkReleasedTheLWSOnly,
 			after: func(t *testing.T, ns, name string) {
 				checkOrphanedAndAdopted(t, ns, name, killState.orphaned)
 			}},
@@ -463,11 +459,46 @@ func killedWithChildren(lws bool, revisions int, service bool) func(t *testing.T
 	}
 }
 
+// freezeControllerManager stops kube-controller-manager (SIGSTOP) and returns its pid; it is
+// resumed when the case ends, if not before.
+func freezeControllerManager(t *testing.T) int {
+	pids, err := cluster.ComponentPids()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcm := pids["kube-controller-manager"]
+	if kcm == 0 {
+		t.Fatalf("no kube-controller-manager among %v", pids)
+	}
+	if err := syscall.Kill(kcm, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(kcm, syscall.SIGCONT) })
+	return kcm
+}
+
+// orphanWithTheCollectorFrozen deletes the serving with --cascade=orphan while the garbage
+// collector (kube-controller-manager) is frozen: the collector orphans the children too, and
+// when it comes first the operator finds nothing of its own to release (the failpoint would
+// never be reached). It resumes once the operator has exited at the failpoint.
+func orphanWithTheCollectorFrozen(t *testing.T, ns, name string) {
+	fault(t, "freeze kube-controller-manager (SIGSTOP); kubectl delete --cascade=orphan")
+	killState.frozen = freezeControllerManager(t)
+	if out, err := kubectlCmd("delete", "modelserving", name, "-n", ns, "--cascade=orphan", "--wait=false"); err != nil {
+		t.Fatalf("kubectl delete --cascade=orphan: %v\n%s", err, out)
+	}
+}
+
 // checkReleasedTheLWSOnly: killed in the finalizer's release of a serving deleted with
 // --cascade=orphan, after its first child (the LeaderWorkerSet): the serving is still there,
-// Terminating, and its LeaderWorkerSet has no controller.
+// Terminating, and its LeaderWorkerSet has no controller. The collector resumes.
 func checkReleasedTheLWSOnly(t *testing.T, ns, name string) {
 	ctx := context.Background()
+	defer func() {
+		if killState.frozen > 0 { // never 0: that would signal our own process group
+			_ = syscall.Kill(killState.frozen, syscall.SIGCONT)
+		}
+	}()
 	ms := getServing(t, ns, name)
 	killState.spec = *ms.Spec.DeepCopy()
 	if ms.DeletionTimestamp.IsZero() {
@@ -514,19 +545,8 @@ func checkOrphanedAndAdopted(t *testing.T, ns, name string, pods map[types.UID]b
 // children controlled by the earlier serving's UID, which the collector has not deleted.
 func deleteUnfinalizedAndMakeAgain(t *testing.T, ns, name string) {
 	ctx := context.Background()
-	pids, err := cluster.ComponentPids()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kcm := pids["kube-controller-manager"]
-	if kcm == 0 {
-		t.Fatalf("no kube-controller-manager among %v", pids)
-	}
 	fault(t, "freeze kube-controller-manager and the operator (SIGSTOP); delete the serving and remove its finalizer by hand; make it again; resume the operator")
-	if err := syscall.Kill(kcm, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(kcm, syscall.SIGCONT) })
+	kcm := freezeControllerManager(t)
 	op.signal(t, syscall.SIGSTOP)
 	old := getServing(t, ns, name)
 	killState.oldUID = old.UID
