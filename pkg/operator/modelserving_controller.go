@@ -173,10 +173,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !ms.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, ms)
 	}
-	// A serving without our finalizer (its first pass) gets it before any child is written. The
+	// A serving without our finalizer (its first pass) gets it before act writes any child. The
 	// write goes on beside observe, whose reads of the API server (a child the cache does not
 	// hold) it would otherwise wait for: on a new serving both are on the way to its first
-	// LeaderWorkerSet. It is made on a copy, which the pass takes once it went through.
+	// LeaderWorkerSet. It is made on a copy, which the pass takes once it went through. (What
+	// observe itself may write, an adoption, confirms the serving live on its own: see liveness.)
 	var finalizing chan error
 	withFinalizer := ms
 	if !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren) {
