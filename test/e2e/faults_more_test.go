@@ -577,7 +577,7 @@ func twoInstancesWithoutElection(t *testing.T, ns, name string) {
 	update(t, ns, name, newImage)
 	checkInvariants(t, ns, name, 2, 2, copies, faultQuiet)
 	if !second.running() {
-		violation(t, "the second instance exited: see %s", second.logPath)
+		violation(t, "the second instance exited with status %d; its last words:\n%s", second.exitCode(), second.lastWords())
 	}
 }
 

@@ -181,6 +181,8 @@ type operatorProcess struct {
 	// goroutines0 is its goroutine count at the first check of its health (0 before it).
 	goroutines0 int
 	logPath     string
+	// logFrom is the log's size when its latest run started: what that run wrote follows it.
+	logFrom int64
 	// tmp is the TMPDIR of its latest run, under the log's directory: what it leaves there (its
 	// webhook certificates, unless stopped by SIGKILL) is a leak.
 	tmp  string
@@ -237,6 +239,9 @@ func (o *operatorProcess) startWith(env []string) error {
 		return err
 	}
 	o.tmp = tmp
+	if st, err := log.Stat(); err == nil {
+		o.logFrom = st.Size()
+	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(append(os.Environ(), "TMPDIR="+tmp), env...)
@@ -263,7 +268,7 @@ func (o *operatorProcess) startWith(env []string) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-done:
-			return fmt.Errorf("the operator exited (status %d) before it was ready; see %s", o.exitCode(), o.logPath)
+			return fmt.Errorf("the operator exited (status %d) before it was ready; its last words:\n%s\n(see %s)", o.exitCode(), o.lastWords(), o.logPath)
 		default:
 		}
 		if out, err := exec.Command("curl", "-sf", fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)).CombinedOutput(); err == nil && len(out) > 0 {
@@ -275,6 +280,21 @@ func (o *operatorProcess) startWith(env []string) error {
 }
 
 func (o *operatorProcess) exitCode() int { return int(o.exit.Load()) }
+
+// lastWords is the end of what the latest run wrote to its log: why it stopped, when it did.
+func (o *operatorProcess) lastWords() string {
+	o.mu.Lock()
+	from := o.logFrom
+	o.mu.Unlock()
+	b, err := os.ReadFile(o.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	if from > int64(len(b)) {
+		from = 0
+	}
+	return testenv.LogTail(string(b[from:]), 6, 400)
+}
 
 // running reports whether the process is alive (started and not exited).
 func (o *operatorProcess) running() bool {

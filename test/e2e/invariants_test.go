@@ -339,8 +339,11 @@ func operatorHealthy() error {
 	op.mu.Lock()
 	cmd, pprof := op.cmd, op.pprof
 	op.mu.Unlock()
-	if cmd == nil || cmd.Process == nil || !op.running() {
-		return fmt.Errorf("the operator is not running")
+	if cmd == nil || cmd.Process == nil {
+		return fmt.Errorf("the operator is not running (stopped by the test)")
+	}
+	if !op.running() {
+		return fmt.Errorf("the operator is not running: it exited with status %d; its last words:\n%s", op.exitCode(), op.lastWords())
 	}
 	if log, err := os.ReadFile(op.logPath); err == nil {
 		if i := strings.Index(string(log), "panic:"); i >= 0 {

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -28,5 +30,23 @@ func TestLogTailCollapsesRepeatsAndCutsLongLines(t *testing.T) {
 	}
 	if got := LogTail(log, 10, 1000); !strings.HasPrefix(got, `{"level":"info","msg":"Starting workers"}`) {
 		t.Errorf("with room for every entry, the first is kept:\n%s", got)
+	}
+}
+
+func TestFreePortIsBelowTheEphemeralRangeAndFree(t *testing.T) {
+	low := ephemeralLow()
+	for range 20 {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < 1024 || port >= low {
+			t.Fatalf("port %d: want one in [1024, %d), out of the range outgoing connections take theirs from", port, low)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Fatalf("port %d is not free: %v", port, err)
+		}
+		_ = l.Close()
 	}
 }

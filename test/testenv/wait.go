@@ -1,7 +1,12 @@
 package testenv
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,12 +45,37 @@ func Consistently(t testing.TB, d time.Duration, what string, cond func() error)
 	}
 }
 
-// FreePort is a TCP port on 127.0.0.1 that nothing listens on now.
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on now, below the kernel's
+// ephemeral range: a port from that range (what a listen on port 0 gives) can be taken as the
+// local port of any outgoing connection between this check and the bind of the process it is
+// meant for, which then fails with "address already in use" (an e2e operator did, at random).
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	low := ephemeralLow()
+	for range 200 {
+		port := 1024 + rand.IntN(low-1024)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // taken: try another
+		}
+		_ = l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free TCP port on 127.0.0.1 below %d after 200 tries", low)
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768 when unknown).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n <= 2048 {
+		return 32768
+	}
+	return n
 }
