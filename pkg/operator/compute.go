@@ -199,10 +199,14 @@ func findRevision(revs []appsv1.ControllerRevision, name string) *appsv1.Control
 	return nil
 }
 
-// requeueAfter is when to look again although nothing watched changed: only when the progress
+// requeueAfter is when to look again although nothing watched changed: soon while a rollout
+// waits only for its leader StatefulSet (not watched) to settle, otherwise only when the progress
 // deadline will pass, so the stall is reported on time. A second is added so the deadline has
 // passed when the pass runs.
 func requeueAfter(sum status.Summary, now time.Time) time.Duration {
+	if settling(sum) {
+		return settleRecheck
+	}
 	if sum.DeadlineAt.IsZero() {
 		return 0
 	}

@@ -111,6 +111,8 @@ type Reconciler struct {
 	statusWritten sync.Map // types.NamespacedName -> time.Time
 	// echoes are the servings as our own last writes left them (see ownEchoes).
 	echoes ownEchoes
+	// noLeaderSetRead logs once that StatefulSets cannot be read (see leaderSetUnsettled).
+	noLeaderSetRead sync.Once
 }
 
 // observed is everything one pass reads.
@@ -151,6 +153,8 @@ func (o *observed) noWorkload() bool {
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// A leader StatefulSet is read (never watched) when its rollout is about to be called done.
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // Events are read too: FailedCreate events of the serving's LWS and StatefulSets reach its status.
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch;create;patch
@@ -795,7 +799,7 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 	}
 	input := status.InputOf(seen, now).WithRevisions(in.updateRev, in.plan.TemplateRevision)
 	input.SpecError, input.Problems, input.Plan = specErr, problems, status.RolePlanOf(in.rolePlan)
-	sum := status.Summarize(input)
+	sum := r.confirmDone(ctx, ms, &input, status.Summarize(input))
 	next := NextStatus(ms, sum, in.updateRev, now)
 	if specErr != nil || actErr != nil {
 		next.ObservedGeneration = ms.Status.ObservedGeneration

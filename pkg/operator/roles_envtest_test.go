@@ -54,39 +54,12 @@ func createRolePodsFor(t *testing.T, ns, serving string, role v1.RoleName, group
 // createRoleGroup creates the 2 pods of group g of a role on revision rev, ready or loading.
 func createRoleGroup(t *testing.T, ns, serving string, role v1.RoleName, g int, rev, restartID string, ready bool) {
 	t.Helper()
-	ctx := context.Background()
-	lws := naming.RoleWorkloadName(serving, role)
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	readyStatus := corev1.ConditionTrue
-	if !ready {
-		readyStatus = corev1.ConditionFalse
+	var annotations map[string]string
+	if restartID != "" {
+		annotations = map[string]string{v1.AnnotationRestartID: restartID}
 	}
-	for w := range 2 {
-		name := fmt.Sprintf("%s-%d", lws, g)
-		if w > 0 {
-			name += fmt.Sprintf("-%d", w)
-		}
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
-				v1.LabelName: serving, naming.LabelRole: string(role), v1.LabelRevision: rev, lwsv1.SetNameLabelKey: lws,
-				lwsv1.GroupIndexLabelKey: fmt.Sprint(g), lwsv1.WorkerIndexLabelKey: fmt.Sprint(w),
-			}},
-			Spec: corev1.PodSpec{NodeName: "gpu-node-0", Containers: []corev1.Container{{Name: "engine", Image: "x"}}},
-		}
-		if restartID != "" {
-			pod.Annotations = map[string]string{v1.AnnotationRestartID: restartID}
-		}
-		if err := env.Client.Create(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now, Conditions: []corev1.PodCondition{
-			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: now},
-		}}
-		if err := env.Client.Status().Update(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createGroupPods(t, ns, naming.RoleWorkloadName(serving, role), g,
+		map[string]string{v1.LabelName: serving, naming.LabelRole: string(role), v1.LabelRevision: rev}, annotations, ready, time.Now())
 }
 
 // replaceRoleGroup replaces group g of a role, as LWS does when the partition moves below it:

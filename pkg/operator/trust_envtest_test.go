@@ -300,31 +300,8 @@ func TestAServingWhosePodsLoadIsNotWrittenEveryPass(t *testing.T) {
 	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
 		t.Fatal(err)
 	}
-	started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
-	for g := 0; g < 2; g++ {
-		for w := 0; w < 2; w++ {
-			name := fmt.Sprintf("qwen-%d", g)
-			if w > 0 {
-				name += fmt.Sprintf("-%d", w)
-			}
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
-					v1.LabelName: "qwen", lwsv1.SetNameLabelKey: "qwen",
-					lwsv1.GroupIndexLabelKey: fmt.Sprint(g), lwsv1.WorkerIndexLabelKey: fmt.Sprint(w),
-				}},
-				Spec: corev1.PodSpec{NodeName: "gpu-node-0", Containers: []corev1.Container{{Name: "engine", Image: "x"}}},
-			}
-			if err := env.Client.Create(ctx, pod); err != nil {
-				t.Fatal(err)
-			}
-			pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started, Conditions: []corev1.PodCondition{
-				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: started},
-				{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: started},
-			}}
-			if err := env.Client.Status().Update(ctx, pod); err != nil {
-				t.Fatal(err)
-			}
-		}
+	for g := range 2 {
+		createGroupPods(t, ns, "qwen", g, map[string]string{v1.LabelName: "qwen"}, nil, false, time.Now().Add(-time.Minute))
 	}
 	got := waitServing(t, ns, "qwen", "the loading groups in the status", func(ms *v1.ModelServing) bool {
 		return ms.Status.ObservedGeneration == ms.Generation && len(ms.Status.Groups) == 2 && ms.Status.Groups[1].Since != nil

@@ -21,6 +21,8 @@ type RoleInput struct {
 	Pods []corev1.Pod
 	// Events are the FailedCreate events of the role's LeaderWorkerSet and StatefulSets.
 	Events []corev1.Event
+	// Unsettled is Input.Unsettled of the role's leader StatefulSet.
+	Unsettled string
 }
 
 // RolePlan is what the lockstep planner (pkg/roleplan) decided for the roles, as plain values:
@@ -61,7 +63,7 @@ func summarizeRoles(in Input) Summary {
 			template = in.UpdateRevision
 		}
 		rs := Summarize(Input{Serving: rms, LWS: ri.LWS, Pods: ri.Pods, Events: ri.Events,
-			UpdateRevision: in.UpdateRevision, TemplateRevision: template, Now: in.Now})
+			UpdateRevision: in.UpdateRevision, TemplateRevision: template, Unsettled: ri.Unsettled, Now: in.Now})
 		rs.Role, rs.DeadlineAt = name, time.Time{} // the serving has one deadline
 		for i := range rs.Groups {
 			rs.Groups[i].Role = name
@@ -195,7 +197,11 @@ func rolesProgressing(s Summary, in Input, paused, canaryHeld, stalled bool, dea
 func rolesSentence(s Summary) string {
 	parts := make([]string, 0, len(s.Roles))
 	for _, rs := range s.Roles {
-		parts = append(parts, string(rs.Role)+" "+progressSentence(rs))
+		part := string(rs.Role) + " " + progressSentence(rs)
+		if rs.Settling != "" {
+			part += " (not done yet: " + rs.Settling + ")"
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -39,7 +39,12 @@ type Input struct {
 	// Plan is the lockstep planner's decision for a serving with roles, when the caller planned
 	// (the operator does); the zero value otherwise.
 	Plan RolePlan
-	Now  time.Time
+	// Unsettled, when set, says why the leader StatefulSet is not done rolling although the
+	// pods show every group ready on the update revision (LeaderSetUnsettled of one read from the
+	// API server): the rollout is not done yet. The operator reads it when it is about to call a
+	// rollout done; a view leaves it empty.
+	Unsettled string
+	Now       time.Time
 }
 
 // Summary is the state of a serving, as every view shows it.
@@ -58,6 +63,9 @@ type Summary struct {
 	RestartDone bool
 	// Progressed is true when the counts moved since the stored status (or the revision changed).
 	Progressed bool
+	// Settling says why a rollout whose groups the pods show all ready on the update revision is
+	// not done yet: its leader StatefulSet is not done rolling (Input.Unsettled). "" otherwise.
+	Settling string
 	// DeadlineAt is when the rollout exceeds its progress deadline if nothing moves before;
 	// zero when nothing is waited for (done, paused, held at a canary, already stalled, or a
 	// spec that cannot be served). The operator looks again then, and at no other time.
@@ -120,7 +128,10 @@ func Summarize(in Input) Summary {
 		readyFrom(s.Groups, int(partition)) && s.Replicas == desired
 	paused := spec.Rollout.Paused && in.TemplateRevision != in.UpdateRevision
 	s.RestartDone = restartID == "" || (allUpdated && settled)
-	s.Done = in.SpecError == nil && lwsCurrent && !paused && ((allUpdated && settled) || canaryHeld)
+	if allUpdated && settled {
+		s.Settling = in.Unsettled
+	}
+	s.Done = in.SpecError == nil && lwsCurrent && !paused && ((allUpdated && settled && s.Settling == "") || canaryHeld)
 
 	prev := ms.Status
 	s.Progressed = prev.UpdateRevision != in.UpdateRevision || prev.Replicas != s.Replicas ||
@@ -308,6 +319,16 @@ func progressingCondition(s Summary, in Input, paused, canaryHeld, stalled bool,
 	case s.Done:
 		c.Reason = v1.ReasonRolloutComplete
 		c.Message = fmt.Sprintf("%d of %d groups ready on revision %s", s.Ready, s.Desired, in.UpdateRevision)
+	case s.Settling != "":
+		switch prev := in.Serving.Status; {
+		case restartOnly(in):
+			c.Reason = v1.ReasonRestarting
+		case prev.CurrentRevision != "" && prev.CurrentRevision != in.UpdateRevision:
+			c.Reason = v1.ReasonRollingOut
+		default:
+			c.Reason = v1.ReasonScaling
+		}
+		c.Message = bounded(progressSentence(s)+"; not done yet: "+s.Settling, maxConditionMessage)
 	case s.Updated < s.Desired && s.Replicas > 0 && in.Serving.Status.UpdateRevision != "" && !restartOnly(in):
 		c.Reason, c.Message = v1.ReasonRollingOut, progressSentence(s)
 	case s.Updated < s.Desired && s.Replicas > 0 && restartOnly(in):

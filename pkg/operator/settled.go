@@ -1,0 +1,91 @@
+package operator
+
+import (
+	"context"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
+)
+
+// settleRecheck is how soon a pass whose rollout waits only for its leader StatefulSet to settle
+// looks again: the operator does not watch StatefulSets (the pods' events wake it too).
+const settleRecheck = time.Second
+
+// alreadyDone: the stored status calls the rollout of this generation and revision done already;
+// there is nothing to confirm.
+func alreadyDone(ms *v1.ModelServing, updateRev string) bool {
+	c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
+	return c != nil && c.Reason == v1.ReasonRolloutComplete && c.ObservedGeneration == ms.Generation &&
+		ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision == updateRev
+}
+
+// confirmDone is the summary once the leader StatefulSet of the serving (of each role) has had
+// its say, read from the API server, when sum is about to call a rollout done that the stored
+// status does not (see status.LeaderSetUnsettled for why the pods are not enough). One GET per
+// LeaderWorkerSet, only then. in gets what is unsettled.
+func (r *Reconciler) confirmDone(ctx context.Context, ms *v1.ModelServing, in *status.Input, sum status.Summary) status.Summary {
+	if sum.Progress.Reason != v1.ReasonRolloutComplete || alreadyDone(ms, in.UpdateRevision) {
+		return sum
+	}
+	unsettled := false
+	if len(in.Roles) == 0 && in.LWS != nil {
+		in.Unsettled = r.leaderSetUnsettled(ctx, ms.Namespace, in.LWS.Name)
+		unsettled = in.Unsettled != ""
+	}
+	for i := range in.Roles {
+		if ri := &in.Roles[i]; ri.LWS != nil {
+			ri.Unsettled = r.leaderSetUnsettled(ctx, ms.Namespace, ri.LWS.Name)
+			unsettled = unsettled || ri.Unsettled != ""
+		}
+	}
+	if !unsettled {
+		return sum
+	}
+	return status.Summarize(*in)
+}
+
+// leaderSetUnsettled reads the leader StatefulSet of a LeaderWorkerSet (it has the LWS's name)
+// from the API server and says why it is not done rolling, "" when it is.
+func (r *Reconciler) leaderSetUnsettled(ctx context.Context, namespace, name string) string {
+	var reader client.Reader = r.Client
+	if r.Live != nil {
+		reader = r.Live
+	}
+	sts := &appsv1.StatefulSet{}
+	err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return status.LeaderSetUnsettled(nil, name)
+	case apierrors.IsForbidden(err):
+		// An install whose roles predate this read: the pods' word is taken, as it was then.
+		r.noLeaderSetRead.Do(func() {
+			log.FromContext(ctx).Info("Cannot read StatefulSets to confirm a rollout is done; calling it done from the pods alone (reinstall with kubectl llm install to grant the read)",
+				"error", err.Error())
+		})
+		return ""
+	case err != nil:
+		return "its leader StatefulSet " + name + " could not be read: " + err.Error()
+	}
+	return status.LeaderSetUnsettled(sts, name)
+}
+
+// settling: some LeaderWorkerSet of the summary waits for its leader StatefulSet only.
+func settling(sum status.Summary) bool {
+	if sum.Settling != "" {
+		return true
+	}
+	for _, rs := range sum.Roles {
+		if rs.Settling != "" {
+			return true
+		}
+	}
+	return false
+}
