@@ -13,11 +13,13 @@ import (
 // controller has yet to act on the template it was handed in between and will still take a
 // group down. So the operator, when it is about to call a rollout done, reads the leader
 // StatefulSet fresh from the API server and calls it done only once that has observed its latest
-// spec and finished rolling.
+// spec and has every leader pod on its update revision.
 
-// LeaderSetUnsettled says why a leader StatefulSet, as read from the API server, is not done
-// rolling: its controller has not observed its latest spec, or not every leader pod is ready on
-// its update revision. "" when it is done. A missing StatefulSet (nil) is not done: the groups
+// LeaderSetUnsettled says why a leader StatefulSet, as read from the API server, still has work
+// to do: its controller has not observed its latest spec, or has leader pods to create, delete
+// or replace (not every one of them exists on its update revision). "" when it has none. Readiness
+// is the pods' word, not its: its ready count trails the pods by its controller's queue, which
+// under a burst of servings is seconds. A missing StatefulSet (nil) is not settled: the groups
 // the pods show belong to one being replaced.
 func LeaderSetUnsettled(sts *appsv1.StatefulSet, name string) string {
 	if sts == nil {
@@ -29,10 +31,8 @@ func LeaderSetUnsettled(sts *appsv1.StatefulSet, name string) string {
 	case st.ObservedGeneration < sts.Generation:
 		return fmt.Sprintf("the StatefulSet controller has not yet acted on generation %d of StatefulSet %s (it observed %d)",
 			sts.Generation, sts.Name, st.ObservedGeneration)
-	case st.Replicas != want || st.ReadyReplicas != want || st.UpdatedReplicas != want:
-		return fmt.Sprintf("StatefulSet %s has %d of %d leader pods ready, %d updated, %d in all", sts.Name, st.ReadyReplicas, want, st.UpdatedReplicas, st.Replicas)
-	case st.CurrentRevision != st.UpdateRevision:
-		return fmt.Sprintf("StatefulSet %s is still rolling from %s to %s", sts.Name, st.CurrentRevision, st.UpdateRevision)
+	case st.Replicas != want || st.UpdatedReplicas != want:
+		return fmt.Sprintf("StatefulSet %s has %d of %d leader pods on its update revision, %d in all", sts.Name, st.UpdatedReplicas, want, st.Replicas)
 	}
 	return ""
 }

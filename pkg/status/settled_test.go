@@ -34,14 +34,16 @@ func TestLeaderSetUnsettled(t *testing.T) {
 		{name: "its latest spec not yet observed (an undo reverted it while its controller was busy)",
 			sts:  leaderSet(func(s *appsv1.StatefulSet) { s.Generation = 5 }),
 			want: "the StatefulSet controller has not yet acted on generation 5 of StatefulSet qwen (it observed 4)"},
-		{name: "a leader pod not ready", sts: leaderSet(func(s *appsv1.StatefulSet) { s.Status.ReadyReplicas = 1 }),
-			want: "StatefulSet qwen has 1 of 2 leader pods ready, 2 updated, 2 in all"},
 		{name: "a leader pod on the old revision", sts: leaderSet(func(s *appsv1.StatefulSet) { s.Status.UpdatedReplicas = 1 }),
-			want: "StatefulSet qwen has 2 of 2 leader pods ready, 1 updated, 2 in all"},
-		{name: "a surge leader still there", sts: leaderSet(func(s *appsv1.StatefulSet) { s.Status.Replicas = 3 }),
-			want: "StatefulSet qwen has 2 of 2 leader pods ready, 2 updated, 3 in all"},
-		{name: "its current revision not yet moved", sts: leaderSet(func(s *appsv1.StatefulSet) { s.Status.CurrentRevision = "qwen-5c" }),
-			want: "StatefulSet qwen is still rolling from qwen-5c to qwen-7d"},
+			want: "StatefulSet qwen has 1 of 2 leader pods on its update revision, 2 in all"},
+		{name: "a leader pod deleted and not yet made again", sts: leaderSet(func(s *appsv1.StatefulSet) { s.Status.Replicas, s.Status.UpdatedReplicas = 1, 1 }),
+			want: "StatefulSet qwen has 1 of 2 leader pods on its update revision, 1 in all"},
+		{name: "a surge leader still there", sts: leaderSet(func(s *appsv1.StatefulSet) { s.Status.Replicas, s.Status.UpdatedReplicas = 3, 3 }),
+			want: "StatefulSet qwen has 3 of 2 leader pods on its update revision, 3 in all"},
+		// Readiness is the pods' word: the StatefulSet's ready count and current revision trail
+		// them by its controller's queue.
+		{name: "its ready count trailing the pods", sts: leaderSet(func(s *appsv1.StatefulSet) { s.Status.ReadyReplicas = 1 })},
+		{name: "its current revision not yet moved (it moves once its ready count caught up)", sts: leaderSet(func(s *appsv1.StatefulSet) { s.Status.CurrentRevision = "qwen-5c" })},
 		{name: "missing", want: "leader StatefulSet qwen does not exist"},
 	}
 	for _, tc := range cases {
@@ -87,12 +89,12 @@ func TestARoleWithAnUnsettledLeaderStatefulSetKeepsTheServingRollingOut(t *testi
 	if s := status.Summarize(in); !s.Done {
 		t.Fatalf("every role ready on r2: done %v (%s: %s)", s.Done, s.Progress.Reason, s.Progress.Message)
 	}
-	in.Roles[1].Unsettled = status.LeaderSetUnsettled(leaderSet(func(s *appsv1.StatefulSet) { s.Status.ReadyReplicas = 1 }), "qwen-decode")
+	in.Roles[1].Unsettled = status.LeaderSetUnsettled(leaderSet(func(s *appsv1.StatefulSet) { s.Status.UpdatedReplicas = 1 }), "qwen-decode")
 	s := status.Summarize(in)
 	if s.Done || s.Progress.Reason == v1.ReasonRolloutComplete {
 		t.Errorf("decode unsettled: done %v, %s; want not done", s.Done, s.Progress.Reason)
 	}
-	if !strings.Contains(s.Progress.Message, "decode 6 of 6 groups updated, 6 of 6 ready (not done yet: StatefulSet qwen has 1 of 2 leader pods ready") {
+	if !strings.Contains(s.Progress.Message, "decode 6 of 6 groups updated, 6 of 6 ready (not done yet: StatefulSet qwen has 1 of 2 leader pods on its update revision") {
 		t.Errorf("Progressing message %q does not say what decode waits for", s.Progress.Message)
 	}
 }
