@@ -27,8 +27,14 @@ func DecodeServing(u *unstructured.Unstructured) (ms *ModelServing, undecodable 
 		ms.SetGroupVersionKind(GroupVersion.WithKind("ModelServing"))
 		return ms, true, fmt.Errorf("modelserving %s/%s cannot be read: %w (fix the object with kubectl edit, or delete it)", u.GetNamespace(), u.GetName(), err)
 	}
+	return ms, false, CheckServing(ms)
+}
+
+// CheckServing says what is wrong with a decoded serving that the API server could not see: a
+// spec.template that does not decode. Nil when nothing is.
+func CheckServing(ms *ModelServing) error {
 	if _, err := DecodeTemplate(ms.Spec.Template); err != nil {
-		return ms, false, fmt.Errorf("modelserving %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		return fmt.Errorf("modelserving %s/%s: %w", ms.Namespace, ms.Name, err)
 	}
-	return ms, false, nil
+	return nil
 }

@@ -37,6 +37,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -309,6 +310,12 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
+	var held *lastWords
+	if s.name == "kubectl-llm" {
+		if held, err = watchLastWords(ctx, burstNS); err != nil {
+			return nil, err
+		}
+	}
 	req0, err := apiRequests(ctx)
 	if err != nil {
 		return nil, err
@@ -393,6 +400,11 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	}
 	trace(ctx, burstNS, r.slowest, r.slowestAt)
 	r.cpuPerObject = (cpu1 - cpu0) / time.Duration(n)
+	type stepOut struct {
+		name string
+		d    time.Duration
+	}
+	var outs []stepOut
 	for name, t0 := range createdAt {
 		tl, tr, err := lwsTimes(ctx, name, lwsSeen, lwsReadySeen)
 		if err != nil {
@@ -402,7 +414,13 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		if s.name == "kubectl-llm" {
 			r.toLWS = append(r.toLWS, tl.Sub(t0))
 			r.fromLWS = append(r.fromLWS, max(0, readyAt[name].Sub(tr)))
+			outs = append(outs, stepOut{name, readyAt[name].Sub(tr)})
 		}
+	}
+	sort.Slice(outs, func(i, j int) bool { return outs[i].d > outs[j].d })
+	for _, o := range outs[:min(3, len(outs))] {
+		fmt.Fprintf(os.Stderr, "step out of %s: Ready (%s) %.1fs after its LeaderWorkerSet; what its status said last before: %s\n",
+			o.name, readyAt[o.name].Format("15:04:05.0"), o.d.Seconds(), held.of(o.name))
 	}
 	if r.rss, err = rssMiB(pid); err != nil {
 		return nil, err
@@ -997,6 +1015,10 @@ func internals(before, after map[string]float64, n int) map[string]float64 {
 		ws := sumSeries(before, after, "workqueue_work_duration_seconds_sum", `name="`+c+`"`)
 		wc := sumSeries(before, after, "workqueue_work_duration_seconds_count", `name="`+c+`"`)
 		out[c+" reconciles"] = rec / float64(n)
+		// Passes that failed, or asked again at once: both go back through the queue's rate
+		// limiter (per object exponential from 5 ms, and 10 a second for the whole queue).
+		out[c+" limited"] = (sumSeries(before, after, "controller_runtime_reconcile_total", `controller="`+c+`",result="error"`) +
+			sumSeries(before, after, "controller_runtime_reconcile_total", `controller="`+c+`",result="requeue"`)) / float64(n)
 		out[c+" queue"] = 1000 * qs / max(qc, 1)
 		out[c+" work"] = 1000 * ws / max(wc, 1)
 	}
@@ -1007,6 +1029,47 @@ func internals(before, after map[string]float64, n int) map[string]float64 {
 	}
 	out["heap"] = after["go_memstats_heap_inuse_bytes"] / (1 << 20)
 	return out
+}
+
+// lastWords is, per serving, the last Progressing condition its status showed before it was Ready.
+type lastWords struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (l *lastWords) of(name string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[name]
+}
+
+// watchLastWords records the lastWords of the servings of a namespace.
+func watchLastWords(ctx context.Context, ns string) (*lastWords, error) {
+	w, err := kc.Watch(ctx, &v1.ModelServingList{}, client.InNamespace(ns))
+	if err != nil {
+		return nil, err
+	}
+	l := &lastWords{m: map[string]string{}}
+	go func() {
+		defer w.Stop()
+		ready := map[string]bool{}
+		for ev := range w.ResultChan() {
+			ms, ok := ev.Object.(*v1.ModelServing)
+			if !ok || ready[ms.Name] {
+				continue
+			}
+			if ms.Status.Phase == v1.PhaseReady {
+				ready[ms.Name] = true
+				continue
+			}
+			if c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing); c != nil {
+				l.mu.Lock()
+				l.m[ms.Name] = fmt.Sprintf("%s %s: %s (%s)", ms.Status.Phase, c.Reason, c.Message, time.Now().Format("15:04:05.0"))
+				l.mu.Unlock()
+			}
+		}
+	}()
+	return l, nil
 }
 
 // watchTop delivers each object's name once, the first time ready(object) holds.
@@ -1113,9 +1176,11 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	}
 	for _, c := range []struct{ key, name, unit string }{
 		{"modelserving reconciles", "ModelServing passes per burst object", ""},
+		{"modelserving limited", "ModelServing passes failed or requeued at once (rate-limited) per burst object", ""},
 		{"modelserving queue", "ModelServing queue wait, mean", "ms"},
 		{"modelserving work", "ModelServing pass, mean", "ms"},
 		{"leaderworkerset reconciles", "LeaderWorkerSet passes per burst object", ""},
+		{"leaderworkerset limited", "LeaderWorkerSet passes failed or requeued at once (rate-limited) per burst object", ""},
 		{"leaderworkerset queue", "LeaderWorkerSet queue wait, mean", "ms"},
 		{"leaderworkerset work", "LeaderWorkerSet pass, mean", "ms"},
 		{"pod reconciles", "LWS pod controller passes per burst object", ""},

@@ -113,6 +113,11 @@ type Reconciler struct {
 	echoes ownEchoes
 	// noLeaderSetRead logs once that StatefulSets cannot be read (see leaderSetUnsettled).
 	noLeaderSetRead sync.Once
+	// services creates new Services beside the passes (see serviceMaker); nil in a reconciler
+	// not run by a manager, whose passes create them themselves.
+	services *serviceMaker
+	// ServiceCreators is how many Services are created at once; DefaultServiceCreators when 0.
+	ServiceCreators int
 }
 
 // observed is everything one pass reads.
@@ -452,6 +457,9 @@ func (r *Reconciler) getChild(ctx context.Context, key client.ObjectKey, obj cli
 	if !apierrors.IsNotFound(err) || r.Live == nil {
 		return err
 	}
+	if _, svc := obj.(*corev1.Service); svc && r.services != nil && r.services.busy(key) {
+		return err // ours, on its way (see serviceMaker)
+	}
 	return r.Live.Get(ctx, key, obj)
 }
 
@@ -642,13 +650,13 @@ func (r *Reconciler) record(ctx context.Context, obs *observed, in *intent) erro
 // applyServices applies the serving's Service, or its roles' ones.
 func (r *Reconciler) applyServices(ctx context.Context, obs *observed, in *intent) error {
 	if in.service != nil {
-		if err := r.applyService(ctx, obs.service, in.service); err != nil {
+		if err := r.applyService(ctx, obs.serving, obs.service, in.service); err != nil {
 			return err
 		}
 	}
 	for _, ri := range in.roles {
 		if ri.service != nil {
-			if err := r.applyService(ctx, obs.role(ri.name).service, ri.service); err != nil {
+			if err := r.applyService(ctx, obs.serving, obs.role(ri.name).service, ri.service); err != nil {
 				return err
 			}
 		}
@@ -688,6 +696,9 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.statusWritten.Delete(key)
 	r.rolloutStart.Delete(key)
 	r.echoes.forget(key)
+	if r.services != nil {
+		r.services.forget(key)
+	}
 }
 
 // forgetChildren drops the applied bookkeeping of a serving that is gone: its own children and
@@ -734,8 +745,10 @@ func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, 
 	return nil
 }
 
-// applyService applies a desired Service over the live one (nil when there is none).
-func (r *Reconciler) applyService(ctx context.Context, live *corev1.Service, desired *corev1ac.ServiceApplyConfiguration) error {
+// applyService applies a desired Service over the live one (nil when there is none). A Service to
+// create is handed to the serviceMaker when there is one (see there): the pass does not wait for
+// it.
+func (r *Reconciler) applyService(ctx context.Context, ms *v1.ModelServing, live *corev1.Service, desired *corev1ac.ServiceApplyConfiguration) error {
 	hash := IntentHash(desired)
 	key := types.NamespacedName{Namespace: ptr.Deref(desired.Namespace, ""), Name: ptr.Deref(desired.Name, "")}
 	ck := childKey{"Service", key}
@@ -745,10 +758,14 @@ func (r *Reconciler) applyService(ctx context.Context, live *corev1.Service, des
 			return nil
 		}
 	}
+	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})
+	if live == nil && r.services != nil {
+		// The error of the last create of this Service, if it failed (as the apply's own).
+		return r.services.make(ms, desired)
+	}
 	if err := r.beforeWrite(ctx); err != nil {
 		return err
 	}
-	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})
 	if live != nil {
 		desired.WithResourceVersion(live.ResourceVersion) // as for the LWS
 	}
@@ -799,7 +816,7 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 	}
 	input := status.InputOf(seen, now).WithRevisions(in.updateRev, in.plan.TemplateRevision)
 	input.SpecError, input.Problems, input.Plan = specErr, problems, status.RolePlanOf(in.rolePlan)
-	sum := r.confirmDone(ctx, ms, &input, status.Summarize(input))
+	sum := r.confirmDone(ctx, obs, &input, status.Summarize(input))
 	next := NextStatus(ms, sum, in.updateRev, now)
 	if specErr != nil || actErr != nil {
 		next.ObservedGeneration = ms.Status.ObservedGeneration
@@ -1164,6 +1181,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return base.WithValues("ModelServing", klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name)
 	}
+	r.services = newServiceMaker(r, cmp.Or(r.ServiceCreators, DefaultServiceCreators), base.WithName("service-maker"))
+	if err := mgr.Add(r.services); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		Watches(&v1.ModelServing{}, servingEvents(r.echoes.echo)).
@@ -1172,6 +1193,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Kind(children, client.Object(&appsv1.ControllerRevision{}), ownedBy)).
 		Watches(&corev1.Pod{}, podToServing).
 		Watches(&corev1.Event{}, eventToServing).
+		WatchesRawSource(source.Channel(r.services.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultServingWorkers), LogConstructor: logFor}).
 		Complete(r)
 }

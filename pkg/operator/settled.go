@@ -5,6 +5,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
@@ -27,22 +29,33 @@ func alreadyDone(ms *v1.ModelServing, updateRev string) bool {
 		ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision == updateRev
 }
 
-// confirmDone is the summary once the leader StatefulSet of the serving (of each role) has had
-// its say, read from the API server, when sum is about to call a rollout done that the stored
-// status does not (see status.LeaderSetUnsettled for why the pods are not enough). One GET per
-// LeaderWorkerSet, only then. in gets what is unsettled.
-func (r *Reconciler) confirmDone(ctx context.Context, ms *v1.ModelServing, in *status.Input, sum status.Summary) status.Summary {
+// confirmDone is the summary once the Service and the leader StatefulSet of the serving (of each
+// role) have had their say, when sum is about to call a rollout done that the stored status does
+// not: a Service not made yet (the Service maker creates it beside the passes, and under a burst
+// it can come after the groups are ready) keeps it from being done, as the leader StatefulSet,
+// read from the API server, does while it is not done rolling (see status.LeaderSetUnsettled for
+// why the pods are not enough). One GET per LeaderWorkerSet, only then. in gets what is
+// unsettled.
+func (r *Reconciler) confirmDone(ctx context.Context, obs *observed, in *status.Input, sum status.Summary) status.Summary {
+	ms := obs.serving
 	if sum.Progress.Reason != v1.ReasonRolloutComplete || alreadyDone(ms, in.UpdateRevision) {
 		return sum
 	}
 	unsettled := false
 	if len(in.Roles) == 0 && in.LWS != nil {
-		in.Unsettled = r.leaderSetUnsettled(ctx, ms.Namespace, in.LWS.Name)
+		in.Unsettled = serviceUnmade(obs.service, obs.serviceConflict, naming.ServiceName(ms.Name))
+		if in.Unsettled == "" {
+			in.Unsettled = r.leaderSetUnsettled(ctx, ms.Namespace, in.LWS.Name)
+		}
 		unsettled = in.Unsettled != ""
 	}
 	for i := range in.Roles {
 		if ri := &in.Roles[i]; ri.LWS != nil {
-			ri.Unsettled = r.leaderSetUnsettled(ctx, ms.Namespace, ri.LWS.Name)
+			ro := obs.role(ri.Name)
+			ri.Unsettled = serviceUnmade(ro.service, ro.serviceConflict, naming.RoleServiceName(ms.Name, ri.Name))
+			if ri.Unsettled == "" {
+				ri.Unsettled = r.leaderSetUnsettled(ctx, ms.Namespace, ri.LWS.Name)
+			}
 			unsettled = unsettled || ri.Unsettled != ""
 		}
 	}
@@ -50,6 +63,15 @@ func (r *Reconciler) confirmDone(ctx context.Context, ms *v1.ModelServing, in *s
 		return sum
 	}
 	return status.Summarize(*in)
+}
+
+// serviceUnmade says that a Service is not made yet, "" when it is (or its name is someone else's:
+// the NameConflict is reported instead).
+func serviceUnmade(svc *corev1.Service, conflict bool, name string) string {
+	if svc != nil || conflict {
+		return ""
+	}
+	return "its Service " + name + " is not made yet"
 }
 
 // leaderSetUnsettled reads the leader StatefulSet of a LeaderWorkerSet (it has the LWS's name)

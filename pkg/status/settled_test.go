@@ -82,6 +82,32 @@ func TestARolloutIsNotDoneWhileItsLeaderStatefulSetIsUnsettled(t *testing.T) {
 	}
 }
 
+// A new serving's LeaderWorkerSet (its first generation) whose status its controller has not
+// written yet: the groups ready and the leader StatefulSet settled say it is done. A changed one
+// (a later generation) is done only once its controller says it observed it.
+func TestANewServingIsDoneWithoutWaitingForItsLeaderWorkerSetsStatus(t *testing.T) {
+	ms := fixtures.Serving("qwen", "default").Replicas(2).GroupSize(2).Obj()
+	lws := &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	in := status.Input{Serving: ms, Pods: append(fixtures.Group("qwen", 0, 2, "r1"), fixtures.Group("qwen", 1, 2, "r1")...),
+		UpdateRevision: "r1", TemplateRevision: "r1", Now: now, LWS: lws}
+	if s := status.Summarize(in); !s.Done || s.Progress.Reason != v1.ReasonRolloutComplete {
+		t.Errorf("first generation, no status yet: done %v, %s; want done, RolloutComplete", s.Done, s.Progress.Reason)
+	}
+	in.Unsettled = status.LeaderSetUnsettled(nil, "qwen")
+	if s := status.Summarize(in); s.Done {
+		t.Errorf("first generation, no leader StatefulSet: done; want not done (%s)", s.Progress.Message)
+	}
+	in.Unsettled = ""
+	lws.Generation, lws.Status.ObservedGeneration = 2, 1
+	if s := status.Summarize(in); s.Done {
+		t.Errorf("second generation not observed yet: done; want not done (%s)", s.Progress.Message)
+	}
+	lws.Status.ObservedGeneration = 2
+	if s := status.Summarize(in); !s.Done {
+		t.Errorf("second generation observed: not done (%s)", s.Progress.Message)
+	}
+}
+
 func TestARoleWithAnUnsettledLeaderStatefulSetKeepsTheServingRollingOut(t *testing.T) {
 	ms := fixtures.Serving("qwen", "ns").Roles(2, 6, 2).Obj()
 	ms.Status.UpdateRevision, ms.Status.CurrentRevision = "r2", "r1"

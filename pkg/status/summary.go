@@ -121,7 +121,7 @@ func Summarize(in Input) Summary {
 		partition = desired
 	}
 
-	lwsCurrent := in.LWS != nil && in.LWS.Status.ObservedGeneration >= in.LWS.Generation
+	lwsCurrent := lwsObserved(in.LWS)
 	allUpdated := s.Updated == desired
 	settled := s.Replicas == desired && s.Ready == desired
 	canaryHeld := partition > 0 && !allUpdated && updatedFrom(s.Groups, int(partition), in.UpdateRevision, restartID) &&
@@ -337,6 +337,17 @@ func progressingCondition(s Summary, in Input, paused, canaryHeld, stalled bool,
 		c.Reason, c.Message = v1.ReasonScaling, progressSentence(s)
 	}
 	return c
+}
+
+// lwsObserved says whether the LWS controller has acted on the LeaderWorkerSet's latest spec, as
+// far as the pods and the leader StatefulSet cannot tell: its status says it observed that
+// generation, or the LeaderWorkerSet is still at its first generation, with nothing before it
+// that its controller could still be acting on: whether it made the groups is for the pods and the
+// leader StatefulSet to say (Input.Unsettled). Its status can trail by a minute when its controller
+// is busy (the first status write of each of a burst of 1000 LeaderWorkerSets waited behind the
+// StatefulSets of the others), and a new serving whose groups were all ready waited for it.
+func lwsObserved(lws *lwsv1.LeaderWorkerSet) bool {
+	return lws != nil && (lws.Status.ObservedGeneration >= lws.Generation || lws.Generation == 1)
 }
 
 // restartOnly is true when the groups wait for a new restart id, not for a new revision.

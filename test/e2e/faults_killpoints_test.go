@@ -98,7 +98,8 @@ func TestFaultsKillPoints(t *testing.T) {
 			down: killedWithChildren(true, 0, false)},
 		{name: "create: after the LeaderWorkerSet and its ControllerRevision, before the Service", point: "after-revision", fresh: true, trigger: create,
 			down: killedWithChildren(true, 1, false)},
-		{name: "create: after the Service, before the status", point: "after-service", fresh: true, trigger: create},
+		// The Service is made beside the pass (the serviceMaker): the pass's status may be written already.
+		{name: "create: after the Service, made beside the pass", point: "after-service", fresh: true, trigger: create},
 		{name: "rolling update: after the new revision, before the LeaderWorkerSet moves", point: "after-revision", trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
 		{name: "rolling update: after the LeaderWorkerSet moved, before the status", point: "after-lws", trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
 		{name: "Recreate: after the new revision, before the old groups stop", point: "after-revision", recreate: true, trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
