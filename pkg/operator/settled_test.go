@@ -40,8 +40,8 @@ func TestARolloutIsNotDoneBeforeItsServiceIsMade(t *testing.T) {
 	if s.Done || !strings.Contains(s.Progress.Message, "not done yet: its Service qwen-api is not made yet") {
 		t.Errorf("no Service yet: done %v, %q; want not done, saying the Service is not made yet", s.Done, s.Progress.Message)
 	}
-	if !settling(s) {
-		t.Error("a serving waiting for its Service does not look again")
+	if settling(s) {
+		t.Error("a serving waiting for its Service looks again every second; its Service's create event brings the next pass")
 	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "qwen-api"}}
 	if s := summarize(&observed{serving: ms, lws: lws, service: svc}); !s.Done || s.Progress.Reason != v1.ReasonRolloutComplete {
