@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -92,7 +93,9 @@ func (m *serviceMaker) make(ms *v1.ModelServing, desired *corev1ac.ServiceApplyC
 	f, failed := m.failed[key]
 	failed = failed && f.hash == hash
 	if !m.creating[key] {
-		m.pending[key] = serviceToMake{serving: ms, desired: desired, hash: hash}
+		// Only who the serving is: the pass goes on writing its status into ms.
+		who := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name, UID: ms.UID}}
+		m.pending[key] = serviceToMake{serving: who, desired: desired, hash: hash}
 		if !failed {
 			m.queue.Add(key)
 		}
@@ -185,7 +188,7 @@ func (m *serviceMaker) next(ctx context.Context) bool {
 	m.log.Error(err, "Creating a Service failed; trying again", "service", key)
 	select {
 	case m.wake <- event.GenericEvent{Object: item.serving}:
-	default: // the channel is full of wake-ups already; the retry wakes it again
+	default: // full of wake-ups already: the serving's next pass, whatever brings it, reports it
 	}
 	return true
 }
