@@ -74,7 +74,7 @@ func listServings(ctx context.Context, c client.Client, opts ...client.ListOptio
 		}
 		return items, typed.GetResourceVersion(), nil
 	}
-	if _, ok := err.(apierrors.APIStatus); ok || errors.As(err, new(apierrors.APIStatus)) {
+	if errors.As(err, new(apierrors.APIStatus)) {
 		return nil, "", err // the API server's answer: reading it again would get the same
 	}
 	l := newServingList()

@@ -44,19 +44,13 @@ func (r *Reconciler) confirmDone(ctx context.Context, obs *observed, in *status.
 	}
 	unsettled := false
 	if len(in.Roles) == 0 && in.LWS != nil {
-		in.Unsettled = serviceUnmade(obs.service, obs.serviceConflict, naming.ServiceName(ms.Name))
-		if in.Unsettled == "" {
-			in.Unsettled = r.leaderSetUnsettled(ctx, ms.Namespace, in.LWS.Name)
-		}
+		in.Unsettled = r.unsettled(ctx, ms.Namespace, obs.service, obs.serviceConflict, naming.ServiceName(ms.Name), in.LWS.Name)
 		unsettled = in.Unsettled != ""
 	}
 	for i := range in.Roles {
 		if ri := &in.Roles[i]; ri.LWS != nil {
 			ro := obs.role(ri.Name)
-			ri.Unsettled = serviceUnmade(ro.service, ro.serviceConflict, naming.RoleServiceName(ms.Name, ri.Name))
-			if ri.Unsettled == "" {
-				ri.Unsettled = r.leaderSetUnsettled(ctx, ms.Namespace, ri.LWS.Name)
-			}
+			ri.Unsettled = r.unsettled(ctx, ms.Namespace, ro.service, ro.serviceConflict, naming.RoleServiceName(ms.Name, ri.Name), ri.LWS.Name)
 			unsettled = unsettled || ri.Unsettled != ""
 		}
 	}
@@ -64,6 +58,15 @@ func (r *Reconciler) confirmDone(ctx context.Context, obs *observed, in *status.
 		return sum
 	}
 	return status.Summarize(*in)
+}
+
+// unsettled says why a LeaderWorkerSet's rollout is not done although its pods say so: its
+// Service not made yet, else its leader StatefulSet not done rolling; "" when neither.
+func (r *Reconciler) unsettled(ctx context.Context, namespace string, svc *corev1.Service, conflict bool, svcName, lwsName string) string {
+	if why := serviceUnmade(svc, conflict, svcName); why != "" {
+		return why
+	}
+	return r.leaderSetUnsettled(ctx, namespace, lwsName)
 }
 
 // serviceUnmadePrefix starts what serviceUnmade says.
