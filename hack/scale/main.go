@@ -66,6 +66,7 @@ func main() {
 	flag.BoolVar(&disagg, "disagg", false, "instead of the other cases, roll a 2 prefill : 6 decode topology -reps times by LWS's DisaggregatedSet and by a ModelServing with roles")
 	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
 	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged, create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
+	flag.BoolVar(&keepLogs, "keep", false, "keep the run's directory (the operators' logs) when it succeeds too")
 	flag.StringVar(&operatorArgs, "operator-args", "", "extra flags of kubectl-llm operator, space-separated (to try a setting)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -86,8 +87,9 @@ type side struct {
 	setImage func(ctx context.Context, ns, name, image string) error
 	// ready says whether the top object reports every group ready on its current spec.
 	ready func(ctx context.Context, ns, name string) (bool, error)
-	// watchReady delivers the names of the namespace's top objects as they first report Ready.
-	watchReady func(ctx context.Context, ns string) (<-chan string, error)
+	// watchReady delivers the namespace's top objects as they first report Ready, each with
+	// when its watch saw it.
+	watchReady func(ctx context.Context, ns string) (<-chan sighting, error)
 	// metrics reads the controller's Prometheus metrics (nil when it cannot).
 	metrics func(ctx context.Context) map[string]float64
 }
@@ -165,6 +167,7 @@ func trace(ctx context.Context, ns, name string, t timing) {
 
 var (
 	operatorArgs, heapFile, cpuFile string
+	keepLogs                        bool
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN, singleN int
 	disagg                    bool
@@ -191,7 +194,7 @@ func run(n, reps, nodes int, only string) (err error) {
 		return err
 	}
 	defer func() {
-		if err != nil {
+		if err != nil || keepLogs {
 			fmt.Fprintf(os.Stderr, "scale: the logs are kept in %s\n", dir)
 			return
 		}
@@ -353,10 +356,13 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	deadline := time.After(time.Duration(n)*time.Second + 2*time.Minute)
 	for len(r.burst) < n {
 		select {
-		case name := <-readyCh:
+		case got := <-readyCh:
+			// got.at, not now: this loop reads the channel only once every object is created
+			// (a minute and a half for 1000 under load), and the first ones were Ready long before.
+			name := got.name
 			if t, ok := created[name]; ok {
-				readyAt[name] = time.Now()
-				d := time.Since(t)
+				readyAt[name] = got.at
+				d := got.at.Sub(t)
 				r.burst = append(r.burst, d)
 				if d > r.slowestAt.d {
 					r.slowest, r.slowestAt = name, timing{t, d}
@@ -459,7 +465,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 // objects, each after the previous one is Ready and a quiet second, so that the operator's queue
 // is empty when it comes: what is left is the operator's own latency (and LWS's, the same on both
 // sides).
-func oneAtATime(ctx context.Context, s side, r *results, ns string, readyCh <-chan string, lwsSeen, lwsReadySeen *seen) error {
+func oneAtATime(ctx context.Context, s side, r *results, ns string, readyCh <-chan sighting, lwsSeen, lwsReadySeen *seen) error {
 	var servingSeen *seen
 	if s.name == "kubectl-llm" {
 		var err error
@@ -479,8 +485,8 @@ func oneAtATime(ctx context.Context, s side, r *results, ns string, readyCh <-ch
 		for readyAt.IsZero() {
 			select {
 			case got := <-readyCh:
-				if got == name {
-					readyAt = time.Now()
+				if got.name == name {
+					readyAt = got.at
 				}
 			case <-timeout:
 				return fmt.Errorf("single object %s not Ready in 2 minutes", name)
@@ -714,7 +720,7 @@ func lwsAlone(cluster *sim.Cluster) side {
 		}
 		return lwsReady(lws), nil
 	}
-	s.watchReady = func(ctx context.Context, ns string) (<-chan string, error) {
+	s.watchReady = func(ctx context.Context, ns string) (<-chan sighting, error) {
 		return watchTop(ctx, &lwsv1.LeaderWorkerSetList{}, ns, func(o client.Object) bool { return lwsReady(o.(*lwsv1.LeaderWorkerSet)) })
 	}
 	return s
@@ -764,7 +770,7 @@ func kubectlLLM(cluster *sim.Cluster, bin, dir string) side {
 		}
 		return servingReady(ms), nil
 	}
-	s.watchReady = func(ctx context.Context, ns string) (<-chan string, error) {
+	s.watchReady = func(ctx context.Context, ns string) (<-chan sighting, error) {
 		return watchTop(ctx, &v1.ModelServingList{}, ns, func(o client.Object) bool { return servingReady(o.(*v1.ModelServing)) })
 	}
 	return s
@@ -797,9 +803,9 @@ func firstSeen(ctx context.Context, list client.ObjectList, ns string, cond func
 	}
 	s := &seen{t: map[string]time.Time{}}
 	go func() {
-		for name := range names {
+		for got := range names {
 			s.mu.Lock()
-			s.t[name] = time.Now()
+			s.t[got.name] = got.at
 			s.mu.Unlock()
 		}
 	}()
@@ -1072,13 +1078,20 @@ func watchLastWords(ctx context.Context, ns string) (*lastWords, error) {
 	return l, nil
 }
 
-// watchTop delivers each object's name once, the first time ready(object) holds.
-func watchTop(ctx context.Context, list client.ObjectList, ns string, ready func(client.Object) bool) (<-chan string, error) {
+// sighting is an object's name and when a watch saw it.
+type sighting struct {
+	name string
+	at   time.Time
+}
+
+// watchTop delivers each object once, the first time ready(object) holds, stamped with the time
+// the watch saw it (the reader may come later).
+func watchTop(ctx context.Context, list client.ObjectList, ns string, ready func(client.Object) bool) (<-chan sighting, error) {
 	w, err := kc.Watch(ctx, list, client.InNamespace(ns))
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan string, 4096)
+	out := make(chan sighting, 4096)
 	go func() {
 		defer w.Stop()
 		seen := map[string]bool{}
@@ -1088,7 +1101,7 @@ func watchTop(ctx context.Context, list client.ObjectList, ns string, ready func
 				continue
 			}
 			seen[o.GetName()] = true
-			out <- o.GetName()
+			out <- sighting{o.GetName(), time.Now()}
 		}
 	}()
 	return out, nil

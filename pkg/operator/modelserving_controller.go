@@ -835,6 +835,7 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 	// A pass that ends in a terminal error (the spec cannot be served) is not looked at again
 	// until something changes: it writes its detail now, or that could stay unwritten.
 	if wait := r.statusDetailWait(key, ms.Status, next, now); wait > 0 && specErr == nil {
+		log.FromContext(ctx).V(1).Info("Status detail held back", "wait", wait)
 		return sum, wait, nil
 	}
 	r.Failpoints.Hit("before-status", client.ObjectKeyFromObject(ms).String())
@@ -846,6 +847,7 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 	if err := r.Client.Status().Patch(ctx, written, client.MergeFrom(base)); err != nil {
 		return sum, 0, fmt.Errorf("write status: %w", err)
 	}
+	log.FromContext(ctx).V(1).Info("Wrote the status", "phase", next.Phase, "ready", next.ReadyGroups, "resourceVersion", written.ResourceVersion)
 	r.statusWritten.Store(key, now)
 	r.echoes.wrote(key, written.ResourceVersion)
 	ms.Status = next
