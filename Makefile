@@ -8,6 +8,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 30m
 # Native fuzz targets run briefly by `make test` (their seeds, in testdata/fuzz, run with every go test).
 FUZZ_TARGETS := FuzzBuildGroups FuzzSummarize
 FUZZ_TIME ?= 10s
+FUZZ_FLAGS ?=
 
 .PHONY: all build test test-realnode fuzz generate verify-generated fmt-check vet modcache-check control-plane clean-cache demo demo-pd demo-down release-check
 
@@ -52,17 +53,16 @@ control-plane: ## Build (or reuse) kube-apiserver, etcd, kwok… in the cache; p
 test: ## Everything CI checks: generated files, gofmt, vet, all tests against a real control plane, the real-node tier.
 	@assets=$$(bash hack/build-control-plane.sh); \
 	$(MAKE) --no-print-directory verify-generated fmt-check vet modcache-check; \
-	KUBEBUILDER_ASSETS=$$assets REALNODE=skip go test $(GO_TEST_FLAGS) ./...
-	$(MAKE) --no-print-directory fuzz
-	$(MAKE) --no-print-directory test-realnode
+	KUBEBUILDER_ASSETS=$$assets GO_TEST_FLAGS="$(GO_TEST_FLAGS)" FUZZ_TIME=$(FUZZ_TIME) bash hack/test.sh
 
-# REALNODE=skip in `go test` above: test/realnode then runs only its pure tests; its cluster tests
-# need the real node, which this target (the last step of `make test`) makes: as root, hack/realnode.sh.
+# hack/test.sh runs the simulated-cluster tier (test/e2e) in the background beside the other
+# packages (with REALNODE=skip: test/realnode then runs only its pure tests), the fuzz targets and
+# the real-node tier, whose cluster tests need the real node this target makes (as root, hack/realnode.sh).
 test-realnode: ## The real-node tier: a contained cluster with a real kubelet, the operator in pods, test/realnode.
 	bash hack/realnode.sh test
 
 fuzz: ## A short run of each fuzz target of pkg/status (FUZZ_TIME each).
-	@for t in $(FUZZ_TARGETS); do go test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZ_TIME) ./pkg/status/ || exit 1; done
+	@for t in $(FUZZ_TARGETS); do go test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZ_TIME) $(FUZZ_FLAGS) ./pkg/status/ || exit 1; done
 
 release-check: ## Validate .goreleaser.yaml with goreleaser (built from the module proxy; publishes nothing).
 	bash hack/release-check.sh
