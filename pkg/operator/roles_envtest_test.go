@@ -82,23 +82,7 @@ func replaceRoleGroup(t *testing.T, ns, serving string, role v1.RoleName, g int,
 // markRoleGroupReady makes every pod of group g of a role ready.
 func markRoleGroupReady(t *testing.T, ns, serving string, role v1.RoleName, g int) {
 	t.Helper()
-	ctx := context.Background()
-	list := &corev1.PodList{}
-	if err := env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{v1.LabelName: serving, naming.LabelRole: string(role),
-		lwsv1.GroupIndexLabelKey: fmt.Sprint(g)}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range list.Items {
-		pod := &list.Items[i]
-		for j := range pod.Status.Conditions {
-			if pod.Status.Conditions[j].Type == corev1.PodReady {
-				pod.Status.Conditions[j].Status = corev1.ConditionTrue
-			}
-		}
-		if err := env.Client.Status().Update(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-	}
+	markPodsReady(t, ns, client.MatchingLabels{v1.LabelName: serving, naming.LabelRole: string(role), lwsv1.GroupIndexLabelKey: fmt.Sprint(g)})
 }
 
 // roleShape is a role LWS's replicas, partition and template revision.

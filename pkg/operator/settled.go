@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -44,13 +43,13 @@ func (r *Reconciler) confirmDone(ctx context.Context, obs *observed, in *status.
 	}
 	unsettled := false
 	if len(in.Roles) == 0 && in.LWS != nil {
-		in.Unsettled = r.unsettled(ctx, ms.Namespace, obs.service, obs.serviceConflict, naming.ServiceName(ms.Name), in.LWS.Name)
+		in.Unsettled, in.UnsettledWatched = r.unsettled(ctx, ms.Namespace, obs.service, obs.serviceConflict, naming.ServiceName(ms.Name), in.LWS.Name)
 		unsettled = in.Unsettled != ""
 	}
 	for i := range in.Roles {
 		if ri := &in.Roles[i]; ri.LWS != nil {
 			ro := obs.role(ri.Name)
-			ri.Unsettled = r.unsettled(ctx, ms.Namespace, ro.service, ro.serviceConflict, naming.RoleServiceName(ms.Name, ri.Name), ri.LWS.Name)
+			ri.Unsettled, ri.UnsettledWatched = r.unsettled(ctx, ms.Namespace, ro.service, ro.serviceConflict, naming.RoleServiceName(ms.Name, ri.Name), ri.LWS.Name)
 			unsettled = unsettled || ri.Unsettled != ""
 		}
 	}
@@ -61,16 +60,15 @@ func (r *Reconciler) confirmDone(ctx context.Context, obs *observed, in *status.
 }
 
 // unsettled says why a LeaderWorkerSet's rollout is not done although its pods say so: its
-// Service not made yet, else its leader StatefulSet not done rolling; "" when neither.
-func (r *Reconciler) unsettled(ctx context.Context, namespace string, svc *corev1.Service, conflict bool, svcName, lwsName string) string {
+// Service not made yet (watched: the Service's create event, or the Service maker when the create
+// fails, brings the next pass), else its leader StatefulSet not done rolling (not watched); ""
+// when neither.
+func (r *Reconciler) unsettled(ctx context.Context, namespace string, svc *corev1.Service, conflict bool, svcName, lwsName string) (why string, watched bool) {
 	if why := serviceUnmade(svc, conflict, svcName); why != "" {
-		return why
+		return why, true
 	}
-	return r.leaderSetUnsettled(ctx, namespace, lwsName)
+	return r.leaderSetUnsettled(ctx, namespace, lwsName), false
 }
-
-// serviceUnmadePrefix starts what serviceUnmade says.
-const serviceUnmadePrefix = "its Service "
 
 // serviceUnmade says that a Service is not made yet, "" when it is (or its name is someone else's:
 // the NameConflict is reported instead).
@@ -78,7 +76,7 @@ func serviceUnmade(svc *corev1.Service, conflict bool, name string) string {
 	if svc != nil || conflict {
 		return ""
 	}
-	return serviceUnmadePrefix + name + " is not made yet"
+	return "its Service " + name + " is not made yet"
 }
 
 // leaderSetUnsettled reads the leader StatefulSet of a LeaderWorkerSet (it has the LWS's name)
@@ -111,12 +109,12 @@ func (r *Reconciler) leaderSetUnsettled(ctx context.Context, namespace, name str
 // maker, when the create fails) brings the next pass. Looking every second instead made 19 passes
 // per serving in a burst of 1000, whose Services came over 100 s.
 func settling(sum status.Summary) bool {
-	waits := func(why string) bool { return why != "" && !strings.HasPrefix(why, serviceUnmadePrefix) }
-	if waits(sum.Settling) {
+	waits := func(s status.Summary) bool { return s.Settling != "" && !s.SettlingWatched }
+	if waits(sum) {
 		return true
 	}
 	for _, rs := range sum.Roles {
-		if waits(rs.Settling) {
+		if waits(rs) {
 			return true
 		}
 	}

@@ -54,7 +54,7 @@ func (r *Reconciler) statusDetailWait(key types.NamespacedName, prev, next v1.Mo
 	if interval == 0 {
 		interval = DefaultStatusDetailInterval
 	}
-	if elapsed := now.Sub(last.(time.Time)); elapsed < interval {
+	if elapsed := now.Sub(last.(ownStatus).at); elapsed < interval {
 		return interval - elapsed
 	}
 	return 0

@@ -95,7 +95,7 @@ func TestStatusDetailWait(t *testing.T) {
 	if w := r.statusDetailWait(key, prev, detail, t0); w != 0 {
 		t.Errorf("never written by this process: wait %s, want 0", w)
 	}
-	r.statusWritten.Store(key, t0)
+	r.statusWritten.Store(key, ownStatus{at: t0})
 	if w := r.statusDetailWait(key, prev, detail, t0.Add(300*time.Millisecond)); w != 700*time.Millisecond {
 		t.Errorf("detail 300 ms after a write: wait %s, want 700ms", w)
 	}
@@ -113,7 +113,7 @@ func TestStatusDetailWait(t *testing.T) {
 		t.Errorf("a new reconciler: wait %s, want 0", w)
 	}
 	def := &Reconciler{}
-	def.statusWritten.Store(key, t0)
+	def.statusWritten.Store(key, ownStatus{at: t0})
 	if w := def.statusDetailWait(key, prev, detail, t0.Add(400*time.Millisecond)); w != DefaultStatusDetailInterval-400*time.Millisecond {
 		t.Errorf("the default interval: wait %s, want %s", w, DefaultStatusDetailInterval-400*time.Millisecond)
 	}
@@ -208,7 +208,7 @@ func TestAServingGoneIsForgotten(t *testing.T) {
 	other := types.NamespacedName{Namespace: "default", Name: "other"}
 	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(testenv.Scheme()).Build(), Scheme: testenv.Scheme(), Clock: clocktesting.NewFakeClock(t0)}
 	for _, k := range []types.NamespacedName{gone, other} {
-		r.statusWritten.Store(k, t0)
+		r.statusWritten.Store(k, ownStatus{at: t0})
 		r.rolloutStart.Store(k, t0)
 		r.applied.Store(childKey{"LeaderWorkerSet", k}, int64(1))
 	}

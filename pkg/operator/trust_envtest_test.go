@@ -292,20 +292,27 @@ func TestAPodClaimingAGroupThatCannotExistIsIgnored(t *testing.T) {
 	}
 }
 
+// servingWithLoadingGroups creates a serving whose 2 groups' pods run, not ready (loading weights
+// for a minute), and waits until its status shows both groups and cond holds.
+func servingWithLoadingGroups(t *testing.T, ns, name string, cond func(*v1.ModelServing) bool) *v1.ModelServing {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), serving(ns, name)); err != nil {
+		t.Fatal(err)
+	}
+	for g := range 2 {
+		createGroupPods(t, ns, name, g, map[string]string{v1.LabelName: name}, nil, false, time.Now().Add(-time.Minute))
+	}
+	return waitServing(t, ns, name, "the loading groups in the status", func(ms *v1.ModelServing) bool {
+		return ms.Status.ObservedGeneration == ms.Generation && len(ms.Status.Groups) == 2 && cond(ms)
+	})
+}
+
 // While weights load (pods running, not ready) time passes but nothing changes: the status holds
 // no durations, so passes at later times write nothing.
 func TestAServingWhosePodsLoadIsNotWrittenEveryPass(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
-		t.Fatal(err)
-	}
-	for g := range 2 {
-		createGroupPods(t, ns, "qwen", g, map[string]string{v1.LabelName: "qwen"}, nil, false, time.Now().Add(-time.Minute))
-	}
-	got := waitServing(t, ns, "qwen", "the loading groups in the status", func(ms *v1.ModelServing) bool {
-		return ms.Status.ObservedGeneration == ms.Generation && len(ms.Status.Groups) == 2 && ms.Status.Groups[1].Since != nil
-	})
+	got := servingWithLoadingGroups(t, ns, "qwen", func(ms *v1.ModelServing) bool { return ms.Status.Groups[1].Since != nil })
 	if r := got.Status.Groups[0].Reason; !strings.Contains(r, "loading weights") || strings.Contains(r, " for ") {
 		t.Errorf("group 0 reason %q: want the loading reason without its duration", r)
 	}

@@ -21,8 +21,9 @@ type RoleInput struct {
 	Pods []corev1.Pod
 	// Events are the FailedCreate events of the role's LeaderWorkerSet and StatefulSets.
 	Events []corev1.Event
-	// Unsettled is Input.Unsettled of the role's leader StatefulSet.
-	Unsettled string
+	// Unsettled and UnsettledWatched are Input's, of the role's LeaderWorkerSet.
+	Unsettled        string
+	UnsettledWatched bool
 }
 
 // RolePlan is what the lockstep planner (pkg/roleplan) decided for the roles, as plain values:
@@ -63,7 +64,8 @@ func summarizeRoles(in Input) Summary {
 			template = in.UpdateRevision
 		}
 		rs := Summarize(Input{Serving: rms, LWS: ri.LWS, Pods: ri.Pods, Events: ri.Events,
-			UpdateRevision: in.UpdateRevision, TemplateRevision: template, Unsettled: ri.Unsettled, Now: in.Now})
+			UpdateRevision: in.UpdateRevision, TemplateRevision: template,
+			Unsettled: ri.Unsettled, UnsettledWatched: ri.UnsettledWatched, Now: in.Now})
 		rs.Role, rs.DeadlineAt = name, time.Time{} // the serving has one deadline
 		for i := range rs.Groups {
 			rs.Groups[i].Role = name

@@ -44,7 +44,10 @@ type Input struct {
 	// API server): the rollout is not done yet. The operator reads it when it is about to call a
 	// rollout done; a view leaves it empty.
 	Unsettled string
-	Now       time.Time
+	// UnsettledWatched says that what Unsettled waits for comes as an event of an object the
+	// operator watches (its Service's creation): no need to look again on a timer.
+	UnsettledWatched bool
+	Now              time.Time
 }
 
 // Summary is the state of a serving, as every view shows it.
@@ -66,6 +69,9 @@ type Summary struct {
 	// Settling says why a rollout whose groups the pods show all ready on the update revision is
 	// not done yet: its leader StatefulSet is not done rolling (Input.Unsettled). "" otherwise.
 	Settling string
+	// SettlingWatched is Input.UnsettledWatched while Settling is set: the end of the wait comes
+	// as a watched object's event.
+	SettlingWatched bool
 	// DeadlineAt is when the rollout exceeds its progress deadline if nothing moves before;
 	// zero when nothing is waited for (done, paused, held at a canary, already stalled, or a
 	// spec that cannot be served). The operator looks again then, and at no other time.
@@ -129,7 +135,7 @@ func Summarize(in Input) Summary {
 	paused := spec.Rollout.Paused && in.TemplateRevision != in.UpdateRevision
 	s.RestartDone = restartID == "" || (allUpdated && settled)
 	if allUpdated && settled {
-		s.Settling = in.Unsettled
+		s.Settling, s.SettlingWatched = in.Unsettled, in.Unsettled != "" && in.UnsettledWatched
 	}
 	s.Done = in.SpecError == nil && lwsCurrent && !paused && ((allUpdated && settled && s.Settling == "") || canaryHeld)
 
