@@ -113,6 +113,8 @@ type Reconciler struct {
 	echoes ownEchoes
 	// noLeaderSetRead logs once that StatefulSets cannot be read (see leaderSetUnsettled).
 	noLeaderSetRead sync.Once
+	// indexed: the caches index pods and ControllerRevisions by their serving (servingIndex).
+	indexed bool
 	// services creates new Services beside the passes (see serviceMaker); nil in a reconciler
 	// not run by a manager, whose passes create them themselves.
 	services *serviceMaker
@@ -369,7 +371,7 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	}
 
 	revs := &appsv1.ControllerRevisionList{}
-	if err := r.children().List(ctx, revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
+	if err := r.children().List(ctx, revs, r.revisionsOf(ms)...); err != nil {
 		return nil, false, fmt.Errorf("list ControllerRevisions of %s: %w", key, err)
 	}
 	for i := range revs.Items {
@@ -384,7 +386,7 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	}
 
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(ms.Namespace), client.MatchingLabels{v1.LabelName: ms.Name}); err != nil {
+	if err := r.Client.List(ctx, pods, r.podsOf(ms)...); err != nil {
 		return nil, false, fmt.Errorf("list pods of %s: %w", key, err)
 	}
 	obs.pods = pods.Items
@@ -1168,6 +1170,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if lwsSource == nil {
 		lwsSource = children
 	}
+	if err := indexByServing(mgr.GetFieldIndexer(), children); err != nil {
+		return err
+	}
+	r.indexed = true
 	servings := mgr.GetCache()
 	podToServing := mappedToServing(servings, func(_ context.Context, o client.Object) []reconcile.Request {
 		name := o.GetLabels()[v1.LabelName]
