@@ -109,8 +109,9 @@ type Reconciler struct {
 	StatusDetailInterval time.Duration
 	// statusWritten remembers the status this process last wrote of each serving (see ownStatus).
 	statusWritten sync.Map // types.NamespacedName -> ownStatus
-	// echoes are the servings as our own last writes left them (see ownEchoes).
-	echoes ownEchoes
+	// echoes are the servings as our own last writes left them (see ownEchoes); revisionEchoes,
+	// the ControllerRevisions as our creates made them.
+	echoes, revisionEchoes ownEchoes
 	// noLeaderSetRead logs once that StatefulSets cannot be read (see leaderSetUnsettled).
 	noLeaderSetRead sync.Once
 	// indexed: the caches index pods and ControllerRevisions by their serving (servingIndex).
@@ -624,9 +625,13 @@ func (r *Reconciler) record(ctx context.Context, obs *observed, in *intent) erro
 		if err := r.beforeWrite(ctx); err != nil {
 			return err
 		}
-		if err := r.Client.Create(ctx, in.createRevision); err != nil && !apierrors.IsAlreadyExists(err) {
-			// AlreadyExists: the cache has not seen our own earlier create yet.
+		switch err := r.Client.Create(ctx, in.createRevision); {
+		case apierrors.IsAlreadyExists(err):
+			// The cache has not seen our own earlier create yet.
+		case err != nil:
 			return fmt.Errorf("create ControllerRevision %s: %w", in.createRevision.Name, err)
+		default:
+			r.revisionEchoes.wrote(client.ObjectKeyFromObject(in.createRevision), in.createRevision.ResourceVersion)
 		}
 		r.Failpoints.Hit("after-revision", key)
 	case in.renumber != nil:
@@ -856,7 +861,7 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 		return sum, 0, fmt.Errorf("write status: %w", err)
 	}
 	log.FromContext(ctx).V(1).Info("Wrote the status", "phase", next.Phase, "ready", next.ReadyGroups, "resourceVersion", written.ResourceVersion, "change", string(change))
-	r.statusWritten.Store(key, ownStatus{at: now, over: ms.ResourceVersion, rv: written.ResourceVersion, status: next})
+	r.statusWritten.Store(key, ownStatus{at: now, over: ms.ResourceVersion, rv: written.ResourceVersion, status: &next})
 	r.echoes.wrote(key, written.ResourceVersion)
 	ms.Status = next
 	return sum, 0, nil
@@ -867,7 +872,7 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 type ownStatus struct {
 	at       time.Time
 	over, rv string
-	status   v1.ModelServingStatus
+	status   *v1.ModelServingStatus // nil once the cache has seen the write
 }
 
 // withOwnStatus gives a serving read from the cache the status this process last wrote of it,
@@ -884,7 +889,13 @@ func (r *Reconciler) withOwnStatus(ms *v1.ModelServing) {
 		return
 	}
 	own := v.(ownStatus)
-	if own.over == "" || own.rv == "" || own.over == own.rv || ms.ResourceVersion != own.over {
+	if own.status == nil {
+		return
+	}
+	if own.over == own.rv || ms.ResourceVersion != own.over {
+		// The cache has seen the write (or someone else's since): the status written is not
+		// needed any more, only when it was written (a thousand servings' statuses, kept twice).
+		r.statusWritten.Store(client.ObjectKeyFromObject(ms), ownStatus{at: own.at})
 		return
 	}
 	ms.Status = *own.status.DeepCopy()
@@ -1233,7 +1244,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1.ModelServing{}, servingEvents(r.echoes.echo)).
 		WatchesRawSource(source.Kind(lwsSource, client.Object(&lwsv1.LeaderWorkerSet{}), byName(func(n string) string { return n }))).
 		WatchesRawSource(source.Kind(children, client.Object(&corev1.Service{}), byName(naming.ServingOfService))).
-		WatchesRawSource(source.Kind(children, client.Object(&appsv1.ControllerRevision{}), ownedBy)).
+		WatchesRawSource(source.Kind(children, client.Object(&appsv1.ControllerRevision{}), withoutCreateEchoes(&r.revisionEchoes, ownedBy))).
 		Watches(&corev1.Pod{}, podToServing).
 		Watches(&corev1.Event{}, eventToServing).
 		WatchesRawSource(source.Channel(r.services.wake, &handler.EnqueueRequestForObject{})).

@@ -99,6 +99,26 @@ func mappedToServing(cache client.Reader, toServings handler.MapFunc) handler.Ev
 	}
 }
 
+// withoutCreateEchoes passes the events of h on but for the creation of an object our own create
+// made (at the resourceVersion the create returned): the pass that created it went on knowing it.
+// A ControllerRevision's creation queued a pass per new revision that found nothing to do. The
+// object's deletion forgets it.
+func withoutCreateEchoes(echoes *ownEchoes, h handler.EventHandler) handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if !echoes.echo(e.Object) {
+				h.Create(ctx, e, q)
+			}
+		},
+		UpdateFunc: h.Update,
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			echoes.forget(client.ObjectKeyFromObject(e.Object))
+			h.Delete(ctx, e, q)
+		},
+		GenericFunc: h.Generic,
+	}
+}
+
 // ownEchoes remembers, per serving, the resourceVersions its last two writes by this process
 // returned (a pass writes at most twice: the finalizer, then the status). The watch event of the
 // object at such a resourceVersion is the echo of a write whose pass already went on with what it

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -128,5 +129,44 @@ func TestTheEchoOfOurOwnWriteQueuesNoPass(t *testing.T) {
 	h.Update(ctx, event.UpdateEvent{ObjectOld: at("a", "14"), ObjectNew: at("a", "15")}, q) // forgotten: news again
 	if n := q.Len(); n != 1 {
 		t.Fatalf("%d passes queued once forgotten, want 1", n)
+	}
+}
+
+// The creation of a ControllerRevision our own create made (its resourceVersion the one the create
+// returned) queues no pass; anyone else's, an update and a deletion do, and the deletion forgets it.
+func TestOurOwnRevisionCreateQueuesNoPass(t *testing.T) {
+	live := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "qwen"}}
+	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(live).Build()
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	var echoes ownEchoes
+	h := withoutCreateEchoes(&echoes, mappedToServing(cache, byLabel))
+	rev := func(name, rv string) client.Object {
+		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv, Labels: map[string]string{v1.LabelName: "qwen"}}}
+	}
+	ctx := context.Background()
+	echoes.wrote(types.NamespacedName{Namespace: "ns", Name: "qwen-abc"}, "7")
+
+	h.Create(ctx, event.CreateEvent{Object: rev("qwen-abc", "7")}, q)
+	if n := q.Len(); n != 0 {
+		t.Fatalf("our own create queued %d passes, want 0", n)
+	}
+	h.Create(ctx, event.CreateEvent{Object: rev("qwen-def", "9")}, q) // made by someone else
+	if n := q.Len(); n != 1 {
+		t.Fatalf("someone else's create queued %d passes, want 1", n)
+	}
+	order(t, q, 1)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: rev("qwen-abc", "7"), ObjectNew: rev("qwen-abc", "8")}, q)
+	if n := q.Len(); n != 1 {
+		t.Fatalf("an update queued %d passes, want 1", n)
+	}
+	order(t, q, 1)
+	h.Delete(ctx, event.DeleteEvent{Object: rev("qwen-abc", "8")}, q)
+	if n := q.Len(); n != 1 {
+		t.Fatalf("a deletion queued %d passes, want 1", n)
+	}
+	order(t, q, 1)
+	if echoes.echo(rev("qwen-abc", "7")) {
+		t.Error("the deleted revision is still remembered")
 	}
 }
