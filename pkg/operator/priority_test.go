@@ -147,25 +147,21 @@ func TestOurOwnRevisionCreateQueuesNoPass(t *testing.T) {
 	ctx := context.Background()
 	echoes.wrote(types.NamespacedName{Namespace: "ns", Name: "qwen-abc"}, "7")
 
+	queued := func(what string, want int) {
+		t.Helper()
+		if n := q.Len(); n != want {
+			t.Fatalf("%s queued %d passes, want %d", what, n, want)
+		}
+		order(t, q, want)
+	}
 	h.Create(ctx, event.CreateEvent{Object: rev("qwen-abc", "7")}, q)
-	if n := q.Len(); n != 0 {
-		t.Fatalf("our own create queued %d passes, want 0", n)
-	}
+	queued("our own create", 0)
 	h.Create(ctx, event.CreateEvent{Object: rev("qwen-def", "9")}, q) // made by someone else
-	if n := q.Len(); n != 1 {
-		t.Fatalf("someone else's create queued %d passes, want 1", n)
-	}
-	order(t, q, 1)
+	queued("someone else's create", 1)
 	h.Update(ctx, event.UpdateEvent{ObjectOld: rev("qwen-abc", "7"), ObjectNew: rev("qwen-abc", "8")}, q)
-	if n := q.Len(); n != 1 {
-		t.Fatalf("an update queued %d passes, want 1", n)
-	}
-	order(t, q, 1)
+	queued("an update", 1)
 	h.Delete(ctx, event.DeleteEvent{Object: rev("qwen-abc", "8")}, q)
-	if n := q.Len(); n != 1 {
-		t.Fatalf("a deletion queued %d passes, want 1", n)
-	}
-	order(t, q, 1)
+	queued("a deletion", 1)
 	if echoes.echo(rev("qwen-abc", "7")) {
 		t.Error("the deleted revision is still remembered")
 	}
