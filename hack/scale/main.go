@@ -60,6 +60,7 @@ func main() {
 	nodes := flag.Int("nodes", 0, "fake nodes (default: enough for the burst, at least 4)")
 	only := flag.String("only", "", "run one side only: lws or kubectl-llm")
 	flag.StringVar(&cpuFile, "cpu", "", "save the operator's CPU profile of the burst's first 30 s to this file (go tool pprof)")
+	flag.StringVar(&traceFile, "trace", "", "save the operator's execution trace of the burst's first 10 s to this file (go tool trace; -pprof=sched, net or sync for where its goroutines wait)")
 	flag.StringVar(&heapFile, "heap", "", "save the operator's heap profile after the burst to this file (go tool pprof)")
 	flag.IntVar(&unrelatedN, "unrelated", 0, "after the churn, create this many unrelated pods, Services, StatefulSets and ControllerRevisions each, and report the controller's RSS before and after")
 	flag.IntVar(&getN, "get", 0, "on the kubectl-llm side, time `kubectl llm get` of this many servings against `kubectl get modelservings`")
@@ -166,8 +167,8 @@ func trace(ctx context.Context, ns, name string, t timing) {
 }
 
 var (
-	operatorArgs, heapFile, cpuFile string
-	keepLogs                        bool
+	operatorArgs, heapFile, cpuFile, traceFile string
+	keepLogs                                   bool
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN, singleN int
 	disagg                    bool
@@ -328,13 +329,20 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		return nil, err
 	}
 	prom0 := s.metrics(ctx)
-	var profiling *exec.Cmd
+	var profiling []*exec.Cmd
 	if s.name == "kubectl-llm" {
-		if cpuFile != "" {
-			profiling = exec.Command("curl", "-sf", "-o", cpuFile, "http://"+operatorPprof+"/debug/pprof/profile?seconds=30")
-			if err := profiling.Start(); err != nil {
+		for _, p := range []struct{ file, path string }{
+			{cpuFile, "/debug/pprof/profile?seconds=30"},
+			{traceFile, "/debug/pprof/trace?seconds=10"},
+		} {
+			if p.file == "" {
+				continue
+			}
+			c := exec.Command("curl", "-sf", "-o", p.file, "http://"+operatorPprof+p.path)
+			if err := c.Start(); err != nil {
 				return nil, err
 			}
+			profiling = append(profiling, c)
 		}
 	}
 	cpu0, err := cpuTime(pid)
@@ -393,9 +401,9 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	r.apiWait = apiWaits(lat0, lat1)
 	r.internals = internals(prom0, s.metrics(ctx), n)
 	if s.name == "kubectl-llm" {
-		if profiling != nil {
-			if err := profiling.Wait(); err != nil {
-				return nil, fmt.Errorf("CPU profile: %w", err)
+		for _, c := range profiling {
+			if err := c.Wait(); err != nil {
+				return nil, fmt.Errorf("profile %s: %w", c.Args[len(c.Args)-1], err)
 			}
 		}
 		if heapFile != "" {
@@ -1498,7 +1506,7 @@ func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 	args := []string{"operator", "--kubeconfig", kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
 		"--metrics-bind-address=" + operatorMetrics, fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe),
 		"--webhook-port", strconv.Itoa(webhook), "--zap-log-level=error"}
-	if heapFile != "" || cpuFile != "" {
+	if heapFile != "" || cpuFile != "" || traceFile != "" {
 		port, err := testenv.FreePort()
 		if err != nil {
 			return nil, err

@@ -104,9 +104,12 @@ type Reconciler struct {
 	applied sync.Map // childKey -> int64 (LWS generation) or string (Service resourceVersion)
 	// rolloutStart remembers when a serving's current rollout began, for the duration metric.
 	rolloutStart sync.Map // types.NamespacedName -> time.Time
-	// StatusDetailInterval is how often at most a status is written for a change of detail alone
-	// (StatusDetailOnly); DefaultStatusDetailInterval when 0.
+	// StatusDetailInterval is how long a change of detail alone (StatusDetailOnly) waits before
+	// it is written, and how often at most it is; DefaultStatusDetailInterval when 0.
 	StatusDetailInterval time.Duration
+	// detailHeld remembers since when a serving's status detail has been held back (see
+	// statusDetailWait); dropped when the status is written or needs no write.
+	detailHeld sync.Map // types.NamespacedName -> time.Time
 	// statusWritten remembers the status this process last wrote of each serving (see ownStatus).
 	statusWritten sync.Map // types.NamespacedName -> ownStatus
 	// echoes are the servings as our own last writes left them (see ownEchoes); revisionEchoes,
@@ -702,6 +705,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.Metrics.forget(key)
 	r.forgetChildren(key)
 	r.statusWritten.Delete(key)
+	r.detailHeld.Delete(key)
 	r.rolloutStart.Delete(key)
 	r.echoes.forget(key)
 	if r.services != nil {
@@ -804,8 +808,8 @@ func (r *Reconciler) apply(ctx context.Context, ac runtime.ApplyConfiguration, k
 
 // report writes the status once, from the shared summary, on every pass. observedGeneration
 // moves only when the pass succeeded; a refused or failed write becomes the Degraded condition.
-// A change of detail alone is written at most once per StatusDetailInterval: report then returns
-// how long until it may be written.
+// A change of detail alone waits for StatusDetailInterval (see statusDetailWait): report then
+// returns how long until it may be written.
 func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actErr error) (status.Summary, time.Duration, error) {
 	ms := obs.serving
 	now := r.Clock.Now()
@@ -836,10 +840,11 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 	} else {
 		next.Plan = nil
 	}
+	key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
 	if equality.Semantic.DeepEqual(ms.Status, next) {
+		r.detailHeld.Delete(key) // nothing waits to be written
 		return sum, 0, nil
 	}
-	key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
 	// A pass that ends in a terminal error (the spec cannot be served) is not looked at again
 	// until something changes: it writes its detail now, or that could stay unwritten.
 	if wait := r.statusDetailWait(key, ms.Status, next, now); wait > 0 && specErr == nil {
@@ -862,6 +867,7 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 	}
 	log.FromContext(ctx).V(1).Info("Wrote the status", "phase", next.Phase, "ready", next.ReadyGroups, "resourceVersion", written.ResourceVersion, "change", string(change))
 	r.statusWritten.Store(key, ownStatus{at: now, over: ms.ResourceVersion, rv: written.ResourceVersion, status: &next})
+	r.detailHeld.Delete(key)
 	r.echoes.wrote(key, written.ResourceVersion)
 	ms.Status = next
 	return sum, 0, nil

@@ -32,7 +32,8 @@ func pacedStatus() v1.ModelServingStatus {
 			{Index: 1, Revision: "qwen-abc", ReadyPods: 0, Size: 2, Reason: "worker 1: ContainerCreating", Since: &since},
 		},
 		Roles: []v1.RoleStatus{{Name: v1.RoleDecode, Replicas: 1, Groups: []v1.GroupStatus{{Index: 0, Size: 2, Reason: "leader: Pending"}}}},
-		Plan:  &v1.PlanStatus{Step: 1, Steps: 2, Message: "waiting for decode"},
+		Plan: &v1.PlanStatus{Step: 1, Steps: 2, Message: "waiting for decode",
+			Roles: []v1.RolePlanTarget{{Name: v1.RoleDecode, Replicas: 1}}},
 	}
 }
 
@@ -54,6 +55,15 @@ func TestStatusDetailOnly(t *testing.T) {
 		{"a role's group reason", func(s *v1.ModelServingStatus) { s.Roles[0].Groups[0].Reason = "leader: ContainerCreating" }, true},
 		{"a condition's message", func(s *v1.ModelServingStatus) { s.Conditions[0].Message = "group 1 is starting" }, true},
 		{"the plan's message", func(s *v1.ModelServingStatus) { s.Plan.Message = "waiting for prefill" }, true},
+		{"groups made and updated", func(s *v1.ModelServingStatus) {
+			s.Replicas, s.UpdatedReplicas, s.LastProgressTime = 3, 3, &later
+		}, true},
+		{"a group's revision", func(s *v1.ModelServingStatus) { s.Groups[0].Revision = "qwen-def" }, true},
+		{"a role's groups made and updated", func(s *v1.ModelServingStatus) {
+			s.Roles[0].Replicas, s.Roles[0].UpdatedReplicas, s.Roles[0].Groups[0].Revision = 2, 2, "qwen-def"
+		}, true},
+		{"the plan's updated count of a role", func(s *v1.ModelServingStatus) { s.Plan.Roles[0].UpdatedReplicas = 1 }, true},
+		{"the plan's target of a role", func(s *v1.ModelServingStatus) { s.Plan.Roles[0].Replicas = 2 }, false},
 		{"a group became ready", func(s *v1.ModelServingStatus) { s.Groups[1].Ready = true }, false},
 		{"the ready count", func(s *v1.ModelServingStatus) { s.ReadyReplicas = 2 }, false},
 		{"the phase", func(s *v1.ModelServingStatus) { s.Phase = v1.PhaseReady }, false},
@@ -61,10 +71,11 @@ func TestStatusDetailOnly(t *testing.T) {
 		{"a condition's reason", func(s *v1.ModelServingStatus) { s.Conditions[0].Reason = v1.ReasonGroupsUnavailable }, false},
 		{"observedGeneration", func(s *v1.ModelServingStatus) { s.ObservedGeneration = 4 }, false},
 		{"the update revision", func(s *v1.ModelServingStatus) { s.UpdateRevision = "qwen-def" }, false},
-		{"a group's revision", func(s *v1.ModelServingStatus) { s.Groups[0].Revision = "qwen-def" }, false},
 		{"a group gone", func(s *v1.ModelServingStatus) { s.Groups = s.Groups[:1] }, false},
 		{"a role's ready count", func(s *v1.ModelServingStatus) { s.Roles[0].ReadyReplicas = 1 }, false},
 		{"the plan's step", func(s *v1.ModelServingStatus) { s.Plan.Step = 2 }, false},
+		{"the plan's state", func(s *v1.ModelServingStatus) { s.Plan.State = v1.PlanCanaryHeld }, false},
+		{"a role's readyGroups", func(s *v1.ModelServingStatus) { s.Roles[0].ReadyGroups = "1/1" }, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -80,11 +91,13 @@ func TestStatusDetailOnly(t *testing.T) {
 	}
 }
 
-// A detail change waits for the rest of the interval since this process last wrote the serving's
-// status; a change that is more than detail, or a serving whose status it never wrote, does not.
+// A detail change waits the interval from when a pass first held it back, and at least the
+// interval since this process last wrote the serving's status; a change that is more than detail,
+// or of a serving whose status it never wrote, does not wait.
 func TestStatusDetailWait(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "qwen"}
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	prev := pacedStatus()
 	detail := pacedStatus()
 	detail.Groups[1].Reason = "worker 1: loading weights"
@@ -96,17 +109,34 @@ func TestStatusDetailWait(t *testing.T) {
 		t.Errorf("never written by this process: wait %s, want 0", w)
 	}
 	r.statusWritten.Store(key, ownStatus{at: t0})
-	if w := r.statusDetailWait(key, prev, detail, t0.Add(300*time.Millisecond)); w != 700*time.Millisecond {
-		t.Errorf("detail 300 ms after a write: wait %s, want 700ms", w)
+	// Held first 300 ms after a write: due one interval after that.
+	if w := r.statusDetailWait(key, prev, detail, at(300*time.Millisecond)); w != time.Second {
+		t.Errorf("detail first held 300 ms after a write: wait %s, want 1s", w)
 	}
-	if w := r.statusDetailWait(key, prev, counts, t0.Add(300*time.Millisecond)); w != 0 {
-		t.Errorf("a count 300 ms after a write: wait %s, want 0 (written at once)", w)
+	if w := r.statusDetailWait(key, prev, detail, at(800*time.Millisecond)); w != 500*time.Millisecond {
+		t.Errorf("the same detail half a second later: wait %s, want 500ms (held since 300 ms)", w)
 	}
-	if w := r.statusDetailWait(key, prev, detail, t0.Add(time.Second)); w != 0 {
-		t.Errorf("detail a whole interval after a write: wait %s, want 0", w)
+	if w := r.statusDetailWait(key, prev, counts, at(800*time.Millisecond)); w != 0 {
+		t.Errorf("a count while detail waits: wait %s, want 0 (written at once)", w)
 	}
+	if w := r.statusDetailWait(key, prev, detail, at(1300*time.Millisecond)); w != 0 {
+		t.Errorf("detail held a whole interval: wait %s, want 0", w)
+	}
+
+	// Long after the last write, detail still waits an interval from when it is first held:
+	// a group that turns ready within it is written once, with its detail.
+	quiet := &Reconciler{StatusDetailInterval: time.Second}
+	quiet.statusWritten.Store(key, ownStatus{at: t0})
+	if w := quiet.statusDetailWait(key, prev, detail, at(time.Minute)); w != time.Second {
+		t.Errorf("detail a minute after the last write: wait %s, want 1s", w)
+	}
+	quiet.detailHeld.Delete(key) // what a write or a pass with nothing to write does
+	if w := quiet.statusDetailWait(key, prev, detail, at(2*time.Minute)); w != time.Second {
+		t.Errorf("detail held anew after a write: wait %s, want 1s (not the old hold's due time)", w)
+	}
+
 	other := types.NamespacedName{Namespace: "ns", Name: "other"}
-	if w := r.statusDetailWait(other, prev, detail, t0.Add(300*time.Millisecond)); w != 0 {
+	if w := r.statusDetailWait(other, prev, detail, at(300*time.Millisecond)); w != 0 {
 		t.Errorf("another serving: wait %s, want 0", w)
 	}
 	if w := (&Reconciler{}).statusDetailWait(key, prev, detail, t0); w != 0 {
@@ -114,8 +144,8 @@ func TestStatusDetailWait(t *testing.T) {
 	}
 	def := &Reconciler{}
 	def.statusWritten.Store(key, ownStatus{at: t0})
-	if w := def.statusDetailWait(key, prev, detail, t0.Add(400*time.Millisecond)); w != DefaultStatusDetailInterval-400*time.Millisecond {
-		t.Errorf("the default interval: wait %s, want %s", w, DefaultStatusDetailInterval-400*time.Millisecond)
+	if w := def.statusDetailWait(key, prev, detail, at(400*time.Millisecond)); w != DefaultStatusDetailInterval {
+		t.Errorf("the default interval: wait %s, want %s", w, DefaultStatusDetailInterval)
 	}
 }
 

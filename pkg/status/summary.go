@@ -335,7 +335,7 @@ func progressingCondition(s Summary, in Input, paused, canaryHeld, stalled bool,
 			c.Reason = v1.ReasonScaling
 		}
 		c.Message = bounded(progressSentence(s)+"; not done yet: "+s.Settling, maxConditionMessage)
-	case s.Updated < s.Desired && s.Replicas > 0 && in.Serving.Status.UpdateRevision != "" && !restartOnly(in):
+	case s.Updated < s.Desired && s.Replicas > 0 && in.Serving.Status.UpdateRevision != "" && !restartOnly(in) && rollingOut(s, in):
 		c.Reason, c.Message = v1.ReasonRollingOut, progressSentence(s)
 	case s.Updated < s.Desired && s.Replicas > 0 && restartOnly(in):
 		c.Reason, c.Message = v1.ReasonRestarting, progressSentence(s)
@@ -354,6 +354,15 @@ func progressingCondition(s Summary, in Input, paused, canaryHeld, stalled bool,
 // StatefulSets of the others), and a new serving whose groups were all ready waited for it.
 func lwsObserved(lws *lwsv1.LeaderWorkerSet) bool {
 	return lws != nil && (lws.Status.ObservedGeneration >= lws.Generation || lws.Generation == 1)
+}
+
+// rollingOut tells a rollout (groups move from one revision to another) from groups being made
+// on the one revision (a new serving's, or a scale up's): some group runs another revision than
+// the update revision, or the current revision is not the update revision yet. A new serving
+// whose groups come up one by one is Scaling, as it is while it settles.
+func rollingOut(s Summary, in Input) bool {
+	cur := in.Serving.Status.CurrentRevision
+	return s.Updated < s.Replicas || (cur != "" && cur != in.UpdateRevision)
 }
 
 // restartOnly is true when the groups wait for a new restart id, not for a new revision.

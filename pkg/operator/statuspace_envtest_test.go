@@ -1,0 +1,101 @@
+package operator_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+)
+
+// Groups whose pods are made and turn ready within the detail interval are not a status write of
+// their own: the groups appearing (made, on the update revision, their pods' reasons) is detail, held
+// back for the interval, and goes out with their readiness. In a burst of servings on the
+// simulated cluster that intermediate write was one status write in three.
+func TestGroupsMadeAndReadyWithinTheIntervalAreOneStatusWrite(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
+		t.Fatal(err)
+	}
+	first := waitServing(t, ns, "qwen", "the first status, before any pod", func(ms *v1.ModelServing) bool {
+		return ms.Status.ObservedGeneration == ms.Generation && len(ms.Status.Groups) == 2
+	})
+	if first.Status.Replicas != 0 {
+		t.Fatalf("the first status counts %d groups made, want 0 (no pod yet)", first.Status.Replicas)
+	}
+	// Past the interval since that write, so that pacing by the last write alone would write the
+	// groups appearing at once.
+	time.Sleep(1200 * time.Millisecond)
+	w, err := watchClient(t).Watch(ctx, &v1.ModelServingList{}, client.InNamespace(ns),
+		client.MatchingFields{"metadata.name": "qwen"}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: first.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	labels := map[string]string{v1.LabelName: "qwen", v1.LabelRevision: first.Status.UpdateRevision}
+	for g := range 2 {
+		createGroupPods(t, ns, "qwen", g, labels, nil, false, time.Now())
+	}
+	time.Sleep(300 * time.Millisecond) // the manager's pass sees the pods made, not ready
+	markPodsReady(t, ns, client.MatchingLabels{v1.LabelName: "qwen"})
+
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the watch ended")
+			}
+			if ev.Type != watch.Modified {
+				continue
+			}
+			st := ev.Object.(*v1.ModelServing).Status
+			if st.ReadyReplicas == 2 {
+				if st.Replicas != 2 || st.UpdatedReplicas != 2 {
+					t.Errorf("the ready groups' status counts %d made, %d updated; want 2 and 2", st.Replicas, st.UpdatedReplicas)
+				}
+				return
+			}
+			// Group 0 turning ready before group 1 (their pods are marked one after the other) is
+			// a write of its own; the groups being made, with none ready, is not.
+			if st.ReadyReplicas == 0 && st.Replicas != first.Status.Replicas {
+				t.Errorf("a status was written for the groups made (%d made, none ready) before they turned ready a moment later: want it written with their readiness\n%+v", st.Replicas, st)
+			}
+		case <-deadline:
+			t.Fatal("no status with both groups ready within 20 s")
+		}
+	}
+}
+
+// Detail that nothing more follows is written one interval after it appeared: pods that stay
+// loading show in the status.
+func TestGroupsMadeAreWrittenAfterTheInterval(t *testing.T) {
+	ns := namespace(t)
+	if err := env.Client.Create(context.Background(), serving(ns, "qwen")); err != nil {
+		t.Fatal(err)
+	}
+	first := waitServing(t, ns, "qwen", "the first status", func(ms *v1.ModelServing) bool {
+		return ms.Status.ObservedGeneration == ms.Generation && len(ms.Status.Groups) == 2
+	})
+	labels := map[string]string{v1.LabelName: "qwen", v1.LabelRevision: first.Status.UpdateRevision}
+	for g := range 2 {
+		createGroupPods(t, ns, "qwen", g, labels, nil, false, time.Now())
+	}
+	got := waitServing(t, ns, "qwen", "the groups made, loading", func(ms *v1.ModelServing) bool {
+		return ms.Status.Replicas == 2 && ms.Status.UpdatedReplicas == 2
+	})
+	if got.Status.ReadyReplicas != 0 {
+		t.Errorf("%d groups ready, want 0 (their pods load)", got.Status.ReadyReplicas)
+	}
+	for _, g := range got.Status.Groups {
+		if g.Revision == "" || g.Reason == "" {
+			t.Errorf("group %d: revision %q, reason %q; want both (the pods' revision, why it is not ready)", g.Index, g.Revision, g.Reason)
+		}
+	}
+}
