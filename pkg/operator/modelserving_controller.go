@@ -110,6 +110,9 @@ type Reconciler struct {
 	// detailHeld remembers since when a serving's status detail has been held back (see
 	// statusDetailWait); dropped when the status is written or needs no write.
 	detailHeld sync.Map // types.NamespacedName -> time.Time
+	// Namespaces reads namespaces' metadata (the manager's cache): the servings of a namespace
+	// being deleted are left alone until their own deletion. Not looked at when nil.
+	Namespaces client.Reader
 	// statusWritten remembers the status this process last wrote of each serving (see ownStatus).
 	statusWritten sync.Map // types.NamespacedName -> ownStatus
 	// echoes are the servings as our own last writes left them (see ownEchoes); revisionEchoes,
@@ -164,6 +167,8 @@ func (o *observed) noWorkload() bool {
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// Namespaces are read (their metadata) to leave the servings of a namespace being deleted alone.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // A leader StatefulSet is read (never watched) when its rollout is about to be called done.
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -187,6 +192,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !ms.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, ms)
+	}
+	if namespaceDeleted(ctx, r.Namespaces, req.Namespace) {
+		// The namespace is being deleted, the serving with it: its pods go before it does, and
+		// nothing it would write (a status saying so, children the API server refuses to make in
+		// a namespace that goes) helps anyone. Its own deletion brings the next pass; the recheck
+		// is a backstop, behind the passes of live servings.
+		log.FromContext(ctx).V(1).Info("The serving's namespace is being deleted; waiting for the serving's own deletion")
+		return ctrl.Result{RequeueAfter: finalizeRecheck, Priority: &bulkPriority}, nil
 	}
 	r.withOwnStatus(ms)
 	// A serving without our finalizer (its first pass) gets it before act writes any child. The
@@ -1192,6 +1205,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.indexed = true
 	servings := mgr.GetCache()
+	if r.Namespaces == nil {
+		r.Namespaces = servings
+	}
 	podToServing := mappedToServing(servings, func(_ context.Context, o client.Object) []reconcile.Request {
 		name := o.GetLabels()[v1.LabelName]
 		if name == "" {
@@ -1253,6 +1269,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Kind(children, client.Object(&appsv1.ControllerRevision{}), withoutCreateEchoes(&r.revisionEchoes, ownedBy))).
 		Watches(&corev1.Pod{}, podToServing).
 		Watches(&corev1.Event{}, eventToServing).
+		// The namespaces' metadata, for namespaceDeleted: read from the cache, never queued.
+		WatchesMetadata(&corev1.Namespace{}, handler.Funcs{}).
 		WatchesRawSource(source.Channel(r.services.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultServingWorkers), LogConstructor: logFor}).
 		Complete(r)

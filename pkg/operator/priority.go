@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,13 +24,32 @@ import (
 // the highest priority first; an item added again with a higher priority is raised).
 var bulkPriority = handler.LowPriority
 
-// goingAway reports whether the serving is being deleted or is gone, as the cache sees it.
+// goingAway reports whether the serving is being deleted or is gone, or its namespace is being
+// deleted, as the cache sees it. A namespace deleted with hundreds of servings in it loses their
+// pods while the servings still stand (the namespace controller deletes every kind at once, and a
+// serving waits for its finalizer): those servings are going away before their own deletion
+// reaches them.
 func goingAway(ctx context.Context, cache client.Reader, key types.NamespacedName) bool {
 	ms := &v1.ModelServing{}
 	if err := cache.Get(ctx, key, ms); err != nil {
 		return client.IgnoreNotFound(err) == nil
 	}
-	return !ms.DeletionTimestamp.IsZero()
+	return !ms.DeletionTimestamp.IsZero() || namespaceDeleted(ctx, cache, key.Namespace)
+}
+
+// namespaceDeleted reports whether the namespace is being deleted, from its metadata in the
+// reader (the manager's cache holds every namespace's). A namespace the reader does not hold, or
+// cannot read, is not taken as deleted: its servings then go as their own deletion comes.
+func namespaceDeleted(ctx context.Context, r client.Reader, name string) bool {
+	if r == nil || name == "" {
+		return false
+	}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+		return false
+	}
+	return !ns.DeletionTimestamp.IsZero()
 }
 
 // enqueue adds the requests, at the bulk priority when low and the queue has priorities, at the

@@ -68,6 +68,32 @@ func TestPodEventsOfServingsGoingAwayWaitBehindLiveOnes(t *testing.T) {
 	}
 }
 
+// A namespace deleted with servings in it loses their pods before the servings' own deletion
+// reaches them: those pods' events are bulk too, behind a live serving's of another namespace.
+func TestPodEventsOfAServingInANamespaceBeingDeletedAreBulk(t *testing.T) {
+	now := metav1.NewTime(time.Now())
+	going := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going", DeletionTimestamp: &now, Finalizers: []string{"kubernetes"}}}
+	staying := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}
+	inGoing := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "going", Name: "a"}}
+	liveOne := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live"}}
+	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(going, staying, inGoing, liveOne).Build()
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	h := mappedToServing(cache, byLabel)
+	ctx := context.Background()
+	pod := podOf("a")
+	pod.Namespace = "going"
+	h.Delete(ctx, event.DeleteEvent{Object: pod}, q)
+	h.Delete(ctx, event.DeleteEvent{Object: podOf("live")}, q)
+	names, prios := order(t, q, 2)
+	if names[0] != "live" || prios[0] != 0 || names[1] != "a" || prios[1] != bulkPriority {
+		t.Errorf("order %v, priorities %v: want the live serving first at 0, then a at the bulk priority %d", names, prios, bulkPriority)
+	}
+	if namespaceDeleted(ctx, cache, "missing") || namespaceDeleted(ctx, nil, "going") || !namespaceDeleted(ctx, cache, "going") {
+		t.Error("namespaceDeleted: want true only for the namespace being deleted, false for one not held and without a reader")
+	}
+}
+
 // An update that marks the serving deleted is queued at the bulk priority; any other update of a
 // serving at the default one.
 func TestServingEventsOfADeletedServingAreBulk(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,5 +98,35 @@ func TestGroupsMadeAreWrittenAfterTheInterval(t *testing.T) {
 		if g.Revision == "" || g.Reason == "" {
 			t.Errorf("group %d: revision %q, reason %q; want both (the pods' revision, why it is not ready)", g.Index, g.Revision, g.Reason)
 		}
+	}
+}
+
+// A serving whose namespace is being deleted is left alone: its pods go before it does, and its
+// status would be written for each of them (twice per serving of a burst whose namespace was
+// deleted). Here the namespace stays Terminating (envtest runs no namespace controller) while its
+// serving's groups turn ready: nothing is written. The same change in a live namespace is written
+// (the manager is at work).
+func TestAServingWhoseNamespaceIsBeingDeletedIsNotWritten(t *testing.T) {
+	ctx := context.Background()
+	doomed, live := namespace(t), namespace(t)
+	loading := func(ms *v1.ModelServing) bool { return ms.Status.ReadyReplicas == 0 }
+	before := servingWithLoadingGroups(t, doomed, "qwen", loading)
+	servingWithLoadingGroups(t, live, "qwen", loading)
+	if err := env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doomed}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the manager's cache sees the namespace Terminating
+	before = waitServing(t, doomed, "qwen", "the serving as its namespace is deleted", func(*v1.ModelServing) bool { return true })
+
+	markPodsReady(t, doomed, client.MatchingLabels{v1.LabelName: "qwen"})
+	markPodsReady(t, live, client.MatchingLabels{v1.LabelName: "qwen"})
+	waitServing(t, live, "qwen", "the live namespace's groups ready in the status", func(ms *v1.ModelServing) bool {
+		return ms.Status.ReadyReplicas == 2
+	})
+	time.Sleep(1500 * time.Millisecond)
+	after := waitServing(t, doomed, "qwen", "the serving in the namespace being deleted", func(*v1.ModelServing) bool { return true })
+	if after.ResourceVersion != before.ResourceVersion || after.Status.ReadyReplicas != 0 {
+		t.Errorf("the serving in the namespace being deleted was written (resourceVersion %s → %s, %d groups ready): want it left alone",
+			before.ResourceVersion, after.ResourceVersion, after.Status.ReadyReplicas)
 	}
 }
