@@ -103,7 +103,7 @@ func TestTheOperatorsRolesAreLeastPrivilege(t *testing.T) {
 		{"create", "apps", "controllerrevisions", "", ns, ""},
 		{"patch", "", "services", "", ns, "x-api"},
 		{"watch", "", "pods", "", "", ""},
-		{"watch", "", "namespaces", "", "", ""}, // the servings of a namespace being deleted are left alone
+		{"watch", "", "namespaces", "", "", ""},         // the servings of a namespace being deleted are left alone
 		{"delete", "", "pods", "", ns, "x-0"},           // LWS recreates a group by deleting its leader
 		{"update", "", "pods", "finalizers", ns, "x-0"}, // worker StatefulSets are owned by the leader pod
 		{"list", "", "nodes", "", "", ""},               // exclusive topology
