@@ -61,7 +61,7 @@ func main() {
 	only := flag.String("only", "", "run one side only: lws or kubectl-llm")
 	flag.StringVar(&cpuFile, "cpu", "", "save the operator's CPU profile of the burst's first 30 s to this file (go tool pprof)")
 	flag.StringVar(&traceFile, "trace", "", "save the operator's execution trace of the burst's first 10 s to this file (go tool trace; -pprof=sched, net or sync for where its goroutines wait)")
-	flag.StringVar(&heapFile, "heap", "", "save the operator's heap profile after the burst to this file (go tool pprof)")
+	flag.StringVar(&heapFile, "heap", "", "save the operator's heap profile after the burst to this file, and before it to FILE.before (go tool pprof)")
 	flag.IntVar(&unrelatedN, "unrelated", 0, "after the churn, create this many unrelated pods, Services, StatefulSets and ControllerRevisions each, and report the controller's RSS before and after")
 	flag.IntVar(&getN, "get", 0, "on the kubectl-llm side, time `kubectl llm get` of this many servings against `kubectl get modelservings`")
 	flag.BoolVar(&disagg, "disagg", false, "instead of the other cases, roll a 2 prefill : 6 decode topology -reps times by LWS's DisaggregatedSet and by a ModelServing with roles")
@@ -301,6 +301,12 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "%s RSS before the burst: %s\n", s.name, rssParts(pid))
+	if s.name == "kubectl-llm" && heapFile != "" {
+		// The heap before the burst too (FILE.before): what the operator holds converged and idle.
+		if out, err := exec.Command("curl", "-sf", "-o", heapFile+".before", "http://"+operatorPprof+"/debug/pprof/heap?gc=1").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("heap profile before the burst: %v %s", err, out)
+		}
+	}
 	burstNS := newNamespace(ctx, s.name+"-burst")
 	readyCh, err := s.watchReady(ctx, burstNS)
 	if err != nil {

@@ -322,7 +322,7 @@ func podNamespace() string {
 // (crdCheck), which answers through discovery where the operator may not read CRDs. When it
 // cannot tell (the cluster does not answer yet), the manager's own start decides.
 func (o *OperatorOptions) requireAPIs(ctx context.Context) error {
-	c, err := client.New(o.config, client.Options{Scheme: scheme.New()})
+	c, err := client.New(o.config, client.Options{Scheme: scheme.Shared()})
 	if err != nil {
 		return nil
 	}

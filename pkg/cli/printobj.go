@@ -33,7 +33,7 @@ func newOutputFlags(own ...string) *outputFlags {
 	if len(own) > 0 {
 		def = own[0]
 	}
-	return &outputFlags{print: genericclioptions.NewPrintFlags("").WithDefaultOutput(def).WithTypeSetter(scheme.New()), own: own}
+	return &outputFlags{print: genericclioptions.NewPrintFlags("").WithDefaultOutput(def).WithTypeSetter(scheme.Shared()), own: own}
 }
 
 // addFlags registers -o (what usage says, then the formats of kubectl) and the flags of the

@@ -53,7 +53,7 @@ func (o *RootOptions) clientAndNamespace() (client.WithWatch, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("no cluster configured: %w (set --kubeconfig, KUBECONFIG or --server)", err)
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.Shared()})
 	if err != nil {
 		return nil, "", explain(err, cfg.Host)
 	}
