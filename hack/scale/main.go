@@ -7,8 +7,10 @@
 //     as the top object (LWS, or ModelServing) reports it;
 //   - rollout: 4 groups × 2 pods get a new image → every pod new and Ready, as the top object
 //     reports it;
-//   - burst: N objects of one size-1 group each created as fast as one client can → each Ready
-//     (p50, p99, max), the controller process's CPU per object and RSS after the burst;
+//   - burst: N objects of one size-1 group each, created -rate a second on a fixed schedule (the
+//     same arrivals on both sides; LWS alone's Services made by a second client beside them) →
+//     each Ready (p50, p99, max), the controller process's CPU per object and RSS after the
+//     burst;
 //   - the recovery and rollout again while the N burst objects are being deleted (namespace
 //     deletion in the background): one object's work must not wait behind the others'.
 //
@@ -19,6 +21,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -65,6 +68,7 @@ func main() {
 	flag.IntVar(&unrelatedN, "unrelated", 0, "after the churn, create this many unrelated pods, Services, StatefulSets and ControllerRevisions each, and report the controller's RSS before and after")
 	flag.IntVar(&getN, "get", 0, "on the kubectl-llm side, time `kubectl llm get` of this many servings against `kubectl get modelservings`")
 	flag.BoolVar(&disagg, "disagg", false, "instead of the other cases, roll a 2 prefill : 6 decode topology -reps times by LWS's DisaggregatedSet and by a ModelServing with roles")
+	flag.Float64Var(&burstRate, "rate", 20, "burst objects created a second, on a fixed schedule (each create on its own, up to 64 at once), the same on both sides; 0: one after the other, as fast as one client can")
 	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
 	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged, create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
 	flag.BoolVar(&keepLogs, "keep", false, "keep the run's directory (the operators' logs) when it succeeds too")
@@ -93,6 +97,9 @@ type side struct {
 	watchReady func(ctx context.Context, ns string) (<-chan sighting, error)
 	// metrics reads the controller's Prometheus metrics (nil when it cannot).
 	metrics func(ctx context.Context) map[string]float64
+	// drain waits for what create left to a second client (LWS alone's Services) to be made
+	// (nil when create makes everything itself).
+	drain func() error
 }
 
 // results of one side.
@@ -119,6 +126,9 @@ type results struct {
 	// request by verb, and the mean wait in API priority and fairness by priority level.
 	apiWait      map[string]time.Duration
 	cpuPerObject time.Duration
+	// createLoop is how long the burst's create loop took: the burst's arrival (one client
+	// creating the top objects one after the other).
+	createLoop time.Duration
 	// internals are the controller's own metrics of the burst (see internals).
 	internals map[string]float64
 	// componentCPU is the CPU time of each of the cluster's components per burst object.
@@ -172,6 +182,9 @@ var (
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN, singleN int
 	disagg                    bool
+	// burstRate is how many burst objects are created a second (0: one after the other, as fast
+	// as one client can).
+	burstRate float64
 	// rounds is how many times each side is measured, in the order A B B A A B…, so that the
 	// load of the machine drifting during a run weighs on both sides alike.
 	rounds int
@@ -359,14 +372,41 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	created := make(map[string]time.Time, n)
 	createdAt := make(map[string]time.Time, n)
 	readyAt := make(map[string]time.Time, n)
+	loopStart := time.Now()
+	var creating sync.WaitGroup
+	var createErr error
+	var createMu sync.Mutex
+	inFlight := make(chan struct{}, 64)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("m%04d", i)
+		if burstRate > 0 {
+			// An open loop: object i is created at i/rate after the first, whatever the ones
+			// before it wait for, so that both sides get the same arrivals.
+			time.Sleep(time.Until(loopStart.Add(time.Duration(float64(i) * float64(time.Second) / burstRate))))
+			inFlight <- struct{}{}
+		}
 		created[name] = time.Now()
 		createdAt[name] = created[name]
-		if err := s.create(ctx, burstNS, name, 1, 1, "engine:v1"); err != nil {
-			return nil, err
+		if burstRate == 0 {
+			if err := s.create(ctx, burstNS, name, 1, 1, "engine:v1"); err != nil {
+				return nil, err
+			}
+			continue
 		}
+		creating.Go(func() {
+			defer func() { <-inFlight }()
+			if err := s.create(ctx, burstNS, name, 1, 1, "engine:v1"); err != nil {
+				createMu.Lock()
+				createErr = cmp.Or(createErr, err)
+				createMu.Unlock()
+			}
+		})
 	}
+	creating.Wait()
+	if createErr != nil {
+		return nil, createErr
+	}
+	r.createLoop = time.Since(loopStart)
 	deadline := time.After(time.Duration(n)*time.Second + 2*time.Minute)
 	for len(r.burst) < n {
 		select {
@@ -385,6 +425,11 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 			}
 		case <-deadline:
 			return nil, fmt.Errorf("burst of %d: only %d Ready in time", n, len(r.burst))
+		}
+	}
+	if s.drain != nil {
+		if err := s.drain(); err != nil {
+			return nil, fmt.Errorf("burst: %w", err)
 		}
 	}
 	cpu1, err := cpuTime(pid)
@@ -448,6 +493,11 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if singleN > 0 {
 		if err := oneAtATime(ctx, s, r, burstNS, readyCh, lwsSeen, lwsReadySeen); err != nil {
 			return nil, err
+		}
+		if s.drain != nil {
+			if err := s.drain(); err != nil {
+				return nil, fmt.Errorf("one at a time: %w", err)
+			}
 		}
 	}
 
@@ -690,12 +740,29 @@ func lwsAlone(cluster *sim.Cluster) side {
 		upstream = u
 		return u.Pid, func() { _ = u.Stop(context.Background()) }, nil
 	}
+	// The ModelServing as the API server defaults it, asked once per shape (a dry run) rather
+	// than in each create: the burst's loop makes one request per object on both sides, so that
+	// its objects arrive as fast on both.
+	defaulted := map[string]*v1.ModelServing{}
+	var defaultedMu sync.Mutex
+	services := &beside{}
+	s.drain = services.wait
 	s.create = func(ctx context.Context, ns, name string, replicas, size int32, image string) error {
-		ms := servingSpec(ns, name, replicas, size, image)
-		ms.TypeMeta = metav1.TypeMeta{}
-		if err := kc.Create(ctx, ms, client.DryRunAll); err != nil { // the API server's defaults
-			return err
+		shape := fmt.Sprintf("%s/%d/%d/%s", ns, replicas, size, image)
+		defaultedMu.Lock()
+		ms, ok := defaulted[shape]
+		if !ok {
+			ms = servingSpec(ns, name, replicas, size, image)
+			ms.TypeMeta = metav1.TypeMeta{}
+			if err := kc.Create(ctx, ms, client.DryRunAll); err != nil { // the API server's defaults
+				defaultedMu.Unlock()
+				return err
+			}
+			defaulted[shape] = ms
 		}
+		defaultedMu.Unlock()
+		ms = ms.DeepCopy()
+		ms.Name = name
 		spec, err := revision.SpecOf(ms.Spec)
 		if err != nil {
 			return err
@@ -709,10 +776,13 @@ func lwsAlone(cluster *sim.Cluster) side {
 			return err
 		}
 		// The Service in front of the leaders that a user of LWS alone applies beside it (as
-		// LWS's own vLLM example does), the one the operator makes: the same endpoints work.
+		// LWS's own vLLM example does), the one the operator makes: the same endpoints work. A
+		// second client makes it, one after the other, as the operator makes its Services beside
+		// its passes: the loop goes on to the next LeaderWorkerSet.
 		svc := operator.DesiredService(ms)
 		svc.OwnerReferences = nil
-		return kc.Apply(ctx, svc, client.FieldOwner("scale"), client.ForceOwnership)
+		services.do(func() error { return kc.Apply(ctx, svc, client.FieldOwner("scale"), client.ForceOwnership) })
+		return nil
 	}
 	s.setImage = func(ctx context.Context, ns, name, image string) error {
 		lws := &lwsv1.LeaderWorkerSet{}
@@ -788,6 +858,54 @@ func kubectlLLM(cluster *sim.Cluster, bin, dir string) side {
 		return watchTop(ctx, &v1.ModelServingList{}, ns, func(o client.Object) bool { return servingReady(o.(*v1.ModelServing)) })
 	}
 	return s
+}
+
+// beside runs functions one after the other on a goroutine of its own, in the order given.
+type beside struct {
+	mu      sync.Mutex
+	queue   []func() error
+	running bool
+	err     error
+	pending sync.WaitGroup
+}
+
+// do queues f behind what is queued.
+func (b *beside) do(f func() error) {
+	b.pending.Add(1)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.queue = append(b.queue, f)
+	if !b.running {
+		b.running = true
+		go b.run()
+	}
+}
+
+func (b *beside) run() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.queue) > 0 {
+		f := b.queue[0]
+		b.queue = b.queue[1:]
+		b.mu.Unlock()
+		err := f()
+		b.mu.Lock()
+		if err != nil && b.err == nil {
+			b.err = err
+		}
+		b.pending.Done()
+	}
+	b.running = false
+}
+
+// wait waits until everything queued ran, and returns the first error since the last wait.
+func (b *beside) wait() error {
+	b.pending.Wait()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	err := b.err
+	b.err = nil
+	return err
 }
 
 // lwsReady says whether a LeaderWorkerSet's status reports every group ready on its spec.
@@ -1147,6 +1265,9 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	q := func(p float64) func(*results) []time.Duration {
 		return func(r *results) []time.Duration { return []time.Duration{quantile(r.burst, p)} }
 	}
+	row(fmt.Sprintf("burst of %d: its creates, first to last (%s)", n, arrivals()), func(r *results) []time.Duration {
+		return []time.Duration{r.createLoop}
+	})
 	row(fmt.Sprintf("burst of %d → each Ready, p50", n), q(0.5))
 	row(fmt.Sprintf("burst of %d → each Ready, p99", n), q(0.99))
 	row(fmt.Sprintf("burst of %d → each Ready, max", n), q(1))
@@ -1399,6 +1520,14 @@ func roundOrder(sides []side, r int) []side {
 
 // merge pools the rounds of one side: durations side by side, every other figure as the median
 // of the rounds (request counts and API server waits as their mean).
+// arrivals says how the burst's objects were created.
+func arrivals() string {
+	if burstRate > 0 {
+		return fmt.Sprintf("%g a second on a fixed schedule", burstRate)
+	}
+	return "one after the other, one client"
+}
+
 func merge(rs []*results) *results {
 	if len(rs) == 0 {
 		return nil
@@ -1408,7 +1537,7 @@ func merge(rs []*results) *results {
 	}
 	m := &results{requests: map[string]float64{}, apiWait: map[string]time.Duration{}, componentCPU: map[string]time.Duration{},
 		internals: map[string]float64{}}
-	var cpu []time.Duration
+	var cpu, loops []time.Duration
 	var idle, after, un0, un1 []float64
 	for _, r := range rs {
 		m.recovery = append(m.recovery, r.recovery...)
@@ -1433,6 +1562,7 @@ func merge(rs []*results) *results {
 			m.internals[k] += v / float64(len(rs))
 		}
 		cpu = append(cpu, r.cpuPerObject)
+		loops = append(loops, r.createLoop)
 		idle, after = append(idle, r.rssIdle), append(after, r.rss)
 		un0, un1 = append(un0, r.rssUnrelated0), append(un1, r.rssUnrelated)
 		if r.get != nil {
@@ -1450,6 +1580,7 @@ func merge(rs []*results) *results {
 		m.componentCPU[name] = median(ds)
 	}
 	m.cpuPerObject = median(cpu)
+	m.createLoop = median(loops)
 	m.rssIdle, m.rss, m.rssUnrelated0, m.rssUnrelated = medianOf(idle), medianOf(after), medianOf(un0), medianOf(un1)
 	return m
 }
