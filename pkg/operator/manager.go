@@ -83,7 +83,7 @@ type Options struct {
 // Default concurrency of the controllers (see Options.ServingWorkers).
 const (
 	DefaultServingWorkers = 16
-	DefaultLWSWorkers     = 16
+	DefaultLWSWorkers     = 8
 )
 
 // The metrics and probe endpoints' default ports (`kubectl llm operator` listens on every
@@ -278,9 +278,11 @@ func newManager(ctx context.Context, cfg *rest.Config, opts Options) (_ manager.
 	}
 	// The default for controllers that set none: the embedded LWS reconcilers, whose single
 	// upstream worker otherwise makes StatefulSets one serving at a time (the scale harness saw
-	// 14 s of queueing at 100 servings). As many as the serving workers: each pass is a few
-	// requests in a row, and with four the LeaderWorkerSets of a burst of 300 queued 13 s
-	// behind them while our sixteen had the API server's turns (docs/performance.md, session 16).
+	// 14 s of queueing at 100 servings). Eight: a pass is a few requests in a row, so more
+	// workers shorten its queue while the API server keeps up; past that, more passes of the
+	// same LeaderWorkerSets (fewer events merged in the queue) only load it more. A burst of
+	// 300 arriving 20 a second was Ready at p50 in 13.0 s with 4, 12.2 s with 8, and 23.9 and
+	// 35.3 s with 16 (docs/performance.md, session 16).
 	mopts.Controller.MaxConcurrentReconciles = cmp.Or(opts.LWSWorkers, DefaultLWSWorkers)
 	if opts.SkipNameValidation {
 		mopts.Controller.SkipNameValidation = ptrTo(true)
