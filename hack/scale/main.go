@@ -105,7 +105,9 @@ type side struct {
 // results of one side.
 type results struct {
 	recovery, rollout, churnRecovery, churnRollout []time.Duration
-	burst                                          []time.Duration
+	// recoveryPhases and rolloutPhases are where each idle recovery's and rollout's time went.
+	recoveryPhases, rolloutPhases []phases
+	burst                         []time.Duration
 	// toLWS is, per burst object, top object created → its LeaderWorkerSet seen (kubectl-llm
 	// only: the operator's own step in); lwsReady is created → the LeaderWorkerSet's status says
 	// every group ready (LWS's work, and for kubectl-llm what came before it); fromLWS is that →
@@ -290,23 +292,23 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		}
 	}
 	image := 1
-	cases := func(rec, roll *[]time.Duration) error {
+	cases := func(rec, roll *[]time.Duration, recPh, rollPh *[]phases) error {
 		for i := 0; i < reps; i++ {
-			d, err := recovery(ctx, s, ns, "rec")
+			d, ph, err := recovery(ctx, s, ns, "rec")
 			if err != nil {
 				return fmt.Errorf("recovery %d: %w", i+1, err)
 			}
-			*rec = append(*rec, d)
+			*rec, *recPh = append(*rec, d), append(*recPh, ph)
 			image++
-			d, err = rollout(ctx, s, ns, "roll", fmt.Sprintf("engine:v%d", image))
+			d, ph, err = rollout(ctx, s, ns, "roll", fmt.Sprintf("engine:v%d", image))
 			if err != nil {
 				return fmt.Errorf("rollout %d: %w", i+1, err)
 			}
-			*roll = append(*roll, d)
+			*roll, *rollPh = append(*roll, d), append(*rollPh, ph)
 		}
 		return nil
 	}
-	if err := cases(&r.recovery, &r.rollout); err != nil {
+	if err := cases(&r.recovery, &r.rollout, &r.recoveryPhases, &r.rolloutPhases); err != nil {
 		return nil, err
 	}
 
@@ -506,7 +508,8 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if err := kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: burstNS}}); err != nil {
 		return nil, err
 	}
-	if err := cases(&r.churnRecovery, &r.churnRollout); err != nil {
+	var churnPhases []phases
+	if err := cases(&r.churnRecovery, &r.churnRollout, &churnPhases, &churnPhases); err != nil {
 		return nil, err
 	}
 	if unrelatedN > 0 {
@@ -600,44 +603,86 @@ func deleteNamespace(ctx context.Context, name string) {
 
 // recovery deletes worker 1 of group 0 and waits until every pod of the group is new and Ready
 // and the top object says ready.
-func recovery(ctx context.Context, s side, ns, name string) (time.Duration, error) {
+func recovery(ctx context.Context, s side, ns, name string) (time.Duration, phases, error) {
 	old := podUIDs(ctx, ns, name)
 	start := time.Now()
 	if err := kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-0-1"}}); err != nil {
-		return 0, err
+		return 0, phases{}, err
 	}
-	return until(ctx, 2*time.Minute, func() (bool, error) {
+	var ph phases
+	d, err := until(ctx, 2*time.Minute, func() (bool, error) {
 		pods := livePods(ctx, ns, name)
-		if len(pods) != 3 {
-			return false, nil
-		}
+		done := len(pods) == 3
 		for _, p := range pods {
+			if !old[p.UID] {
+				ph.seeNew(start)
+			}
 			if old[p.UID] || !podReady(&p) {
-				return false, nil
+				done = false
 			}
 		}
+		if !done {
+			return false, nil
+		}
+		ph.seePodsReady(start)
 		return s.ready(ctx, ns, name)
 	}, start)
+	ph.top = d
+	return d, ph, err
 }
 
 // rollout sets a new image and waits until every pod runs it, Ready, and the top object says so.
-func rollout(ctx context.Context, s side, ns, name, image string) (time.Duration, error) {
+func rollout(ctx context.Context, s side, ns, name, image string) (time.Duration, phases, error) {
 	start := time.Now()
 	if err := s.setImage(ctx, ns, name, image); err != nil {
-		return 0, err
+		return 0, phases{}, err
 	}
-	return until(ctx, 3*time.Minute, func() (bool, error) {
-		pods := livePods(ctx, ns, name)
-		if len(pods) != 8 {
-			return false, nil
-		}
-		for _, p := range pods {
-			if p.Spec.Containers[0].Image != image || !podReady(&p) {
-				return false, nil
+	var ph phases
+	d, err := until(ctx, 3*time.Minute, func() (bool, error) {
+		if ph.lwsChanged == 0 {
+			lws := &lwsv1.LeaderWorkerSet{}
+			if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lws); err == nil &&
+				lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0].Image == image {
+				ph.lwsChanged = time.Since(start)
 			}
 		}
+		pods := livePods(ctx, ns, name)
+		done := len(pods) == 8
+		for _, p := range pods {
+			if p.Spec.Containers[0].Image == image {
+				ph.seeNew(start)
+			}
+			if p.Spec.Containers[0].Image != image || !podReady(&p) {
+				done = false
+			}
+		}
+		if !done {
+			return false, nil
+		}
+		ph.seePodsReady(start)
 		return s.ready(ctx, ns, name)
 	}, start)
+	ph.top = d
+	return d, ph, err
+}
+
+// phases are where an idle recovery's or rollout's time went, each from its start, as the
+// harness's 50 ms polls saw it: (a rollout) the LeaderWorkerSet's template changed, the first new pod, every pod new and Ready, the top object Ready.
+type phases struct {
+	// lwsChanged is when the LeaderWorkerSet's template carried the new image (a rollout only).
+	lwsChanged, firstNew, podsReady, top time.Duration
+}
+
+func (p *phases) seeNew(start time.Time) {
+	if p.firstNew == 0 {
+		p.firstNew = time.Since(start)
+	}
+}
+
+func (p *phases) seePodsReady(start time.Time) {
+	if p.podsReady == 0 {
+		p.podsReady = time.Since(start)
+	}
 }
 
 // until polls cond every 50 ms and returns how long it took from start (now when not given).
@@ -1260,6 +1305,31 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	}
 	row("worker deleted → group of 3 recreated and Ready, idle", func(r *results) []time.Duration { return r.recovery })
 	row("4 groups × 2, new image → all new and Ready, idle", func(r *results) []time.Duration { return r.rollout })
+	for _, c := range []struct {
+		name string
+		of   func(*results) []phases
+	}{
+		{"idle recovery", func(r *results) []phases { return r.recoveryPhases }},
+		{"idle rollout", func(r *results) []phases { return r.rolloutPhases }},
+	} {
+		for _, p := range []struct {
+			name string
+			at   func(phases) time.Duration
+		}{
+			{"its LeaderWorkerSet's template changed", func(p phases) time.Duration { return p.lwsChanged }},
+			{"its first new pod seen", func(p phases) time.Duration { return p.firstNew }},
+			{"every pod new and Ready", func(p phases) time.Duration { return p.podsReady }},
+			{"→ the top object Ready, after its pods", func(p phases) time.Duration { return p.top - p.podsReady }},
+		} {
+			row(c.name+": "+p.name, func(r *results) []time.Duration {
+				var ds []time.Duration
+				for _, ph := range c.of(r) {
+					ds = append(ds, p.at(ph))
+				}
+				return ds
+			})
+		}
+	}
 	row("recovery while the burst is deleted", func(r *results) []time.Duration { return r.churnRecovery })
 	row("rollout while the burst is deleted", func(r *results) []time.Duration { return r.churnRollout })
 	q := func(p float64) func(*results) []time.Duration {
@@ -1542,6 +1612,8 @@ func merge(rs []*results) *results {
 	for _, r := range rs {
 		m.recovery = append(m.recovery, r.recovery...)
 		m.rollout = append(m.rollout, r.rollout...)
+		m.recoveryPhases = append(m.recoveryPhases, r.recoveryPhases...)
+		m.rolloutPhases = append(m.rolloutPhases, r.rolloutPhases...)
 		m.churnRecovery = append(m.churnRecovery, r.churnRecovery...)
 		m.churnRollout = append(m.churnRollout, r.churnRollout...)
 		m.burst = append(m.burst, r.burst...)
