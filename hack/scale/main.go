@@ -128,8 +128,8 @@ type results struct {
 	// request by verb, and the mean wait in API priority and fairness by priority level.
 	apiWait      map[string]time.Duration
 	cpuPerObject time.Duration
-	// createLoop is how long the burst's create loop took: the burst's arrival (one client
-	// creating the top objects one after the other).
+	// createLoop is how long the burst's creates took, the first one's start to the last one's
+	// end: the burst's arrival (see -rate).
 	createLoop time.Duration
 	// internals are the controller's own metrics of the burst (see internals).
 	internals map[string]float64
@@ -1581,8 +1581,6 @@ func roundOrder(sides []side, r int) []side {
 	return out
 }
 
-// merge pools the rounds of one side: durations side by side, every other figure as the median
-// of the rounds (request counts and API server waits as their mean).
 // arrivals says how the burst's objects were created.
 func arrivals() string {
 	if burstRate > 0 {
@@ -1591,6 +1589,8 @@ func arrivals() string {
 	return "one after the other, one client"
 }
 
+// merge pools the rounds of one side: durations side by side, every other figure as the median
+// of the rounds (request counts and API server waits as their mean).
 func merge(rs []*results) *results {
 	if len(rs) == 0 {
 		return nil
