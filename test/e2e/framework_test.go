@@ -449,6 +449,7 @@ type podInfo struct {
 	Revision string
 	Ready    bool
 	Deleting bool
+	Node     string // "" until the scheduler binds it
 }
 
 func pods(t *testing.T, ns, name string) []podInfo {
@@ -482,7 +483,7 @@ func toInfo(p corev1.Pod) (podInfo, bool) {
 	if err1 != nil || err2 != nil {
 		return podInfo{}, false
 	}
-	info := podInfo{Name: p.Name, UID: p.UID, Group: g, Worker: w, Revision: p.Labels[v1.LabelRevision], Deleting: p.DeletionTimestamp != nil}
+	info := podInfo{Name: p.Name, UID: p.UID, Group: g, Worker: w, Revision: p.Labels[v1.LabelRevision], Deleting: p.DeletionTimestamp != nil, Node: p.Spec.NodeName}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 			info.Ready = true
