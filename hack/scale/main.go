@@ -95,6 +95,10 @@ type side struct {
 	// watchReady delivers the namespace's top objects as they first report Ready, each with
 	// when its watch saw it.
 	watchReady func(ctx context.Context, ns string) (<-chan sighting, error)
+	// topList is an empty list of the side's top objects, for a watch; topReady is ready's
+	// judgement of one object.
+	topList  func() client.ObjectList
+	topReady func(client.Object) bool
 	// metrics reads the controller's Prometheus metrics (nil when it cannot).
 	metrics func(ctx context.Context) map[string]float64
 	// drain waits for what create left to a second client (LWS alone's Services) to be made
@@ -601,81 +605,99 @@ func deleteNamespace(ctx context.Context, name string) {
 	})
 }
 
-// recovery deletes worker 1 of group 0 and waits until every pod of the group is new and Ready
-// and the top object says ready.
+// recovery deletes worker 1 of group 0 and times, by watch, until every pod of the group is new
+// and Ready and the top object says ready.
 func recovery(ctx context.Context, s side, ns, name string) (time.Duration, phases, error) {
 	old := podUIDs(ctx, ns, name)
-	start := time.Now()
-	if err := kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-0-1"}}); err != nil {
-		return 0, phases{}, err
-	}
-	var ph phases
-	d, err := until(ctx, 2*time.Minute, func() (bool, error) {
-		pods := livePods(ctx, ns, name)
-		done := len(pods) == 3
-		for _, p := range pods {
-			if !old[p.UID] {
-				ph.seeNew(start)
-			}
-			if old[p.UID] || !podReady(&p) {
-				done = false
-			}
-		}
-		if !done {
-			return false, nil
-		}
-		ph.seePodsReady(start)
-		return s.ready(ctx, ns, name)
-	}, start)
-	ph.top = d
-	return d, ph, err
+	return timedByWatch(ctx, s, ns, name, 2*time.Minute, func() error {
+		return kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-0-1"}})
+	}, 3, func(p *corev1.Pod) bool { return !old[p.UID] })
 }
 
-// rollout sets a new image and waits until every pod runs it, Ready, and the top object says so.
+// rollout sets a new image and times, by watch, until every pod runs it, Ready, and the top
+// object says so.
 func rollout(ctx context.Context, s side, ns, name, image string) (time.Duration, phases, error) {
-	start := time.Now()
-	if err := s.setImage(ctx, ns, name, image); err != nil {
-		return 0, phases{}, err
-	}
-	var ph phases
-	d, err := until(ctx, 3*time.Minute, func() (bool, error) {
-		pods := livePods(ctx, ns, name)
-		done := len(pods) == 8
-		for _, p := range pods {
-			if p.Spec.Containers[0].Image == image {
-				ph.seeNew(start)
-			}
-			if p.Spec.Containers[0].Image != image || !podReady(&p) {
-				done = false
-			}
-		}
-		if !done {
-			return false, nil
-		}
-		ph.seePodsReady(start)
-		return s.ready(ctx, ns, name)
-	}, start)
-	ph.top = d
-	return d, ph, err
+	return timedByWatch(ctx, s, ns, name, 3*time.Minute, func() error {
+		return s.setImage(ctx, ns, name, image)
+	}, 8, func(p *corev1.Pod) bool { return p.Spec.Containers[0].Image == image })
 }
 
-// phases are where an idle recovery's or rollout's time went, each from its start, as the
-// harness's polls saw it (every 50 ms after one that lists the pods, which takes up to ~100 ms
-// during a rollout, so each stamp is that coarse): the first new pod, every pod new and Ready,
-// the top object Ready.
+// phases are where an idle recovery's or rollout's time went, each from its start, stamped when
+// the harness's watch delivered the change that made it hold: the first new pod, every pod new
+// and Ready, the top object Ready.
 type phases struct {
 	firstNew, podsReady, top time.Duration
 }
 
-func (p *phases) seeNew(start time.Time) {
-	if p.firstNew == 0 {
-		p.firstNew = time.Since(start)
+// timedByWatch watches the pods of the set name and its top object, does act, and returns how
+// long from act until want pods are live, each new (isNew) and Ready, and the top object ready,
+// with the phases on the way. Each stamp is when the watch delivered the change that made it
+// hold: a poll (what the harness did before session 17) stamps up to its period plus a list
+// later, ~50–150 ms on changes that take 1–2 s.
+func timedByWatch(ctx context.Context, s side, ns, name string, timeout time.Duration, act func() error, want int, isNew func(*corev1.Pod) bool) (time.Duration, phases, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	podWatch, err := kc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels{lwsv1.SetNameLabelKey: name})
+	if err != nil {
+		return 0, phases{}, err
 	}
-}
-
-func (p *phases) seePodsReady(start time.Time) {
-	if p.podsReady == 0 {
-		p.podsReady = time.Since(start)
+	defer podWatch.Stop()
+	topWatch, err := kc.Watch(ctx, s.topList(), client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		return 0, phases{}, err
+	}
+	defer topWatch.Stop()
+	start := time.Now()
+	if err := act(); err != nil {
+		return 0, phases{}, err
+	}
+	var ph phases
+	pods := map[types.UID]*corev1.Pod{}
+	var top client.Object
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case ev, ok = <-podWatch.ResultChan():
+		case ev, ok = <-topWatch.ResultChan():
+		case <-ctx.Done():
+			return 0, ph, fmt.Errorf("not done after %s", timeout)
+		}
+		at := time.Since(start)
+		if !ok || ev.Type == watch.Error {
+			return 0, ph, fmt.Errorf("a watch ended: %v", ev.Object)
+		}
+		switch o := ev.Object.(type) {
+		case *corev1.Pod:
+			if ev.Type == watch.Deleted {
+				delete(pods, o.UID)
+			} else {
+				pods[o.UID] = o
+			}
+		case client.Object:
+			top = o
+		}
+		done, live := true, 0
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			live++
+			if isNew(p) && ph.firstNew == 0 {
+				ph.firstNew = at
+			}
+			done = done && isNew(p) && podReady(p)
+		}
+		if !done || live != want {
+			continue
+		}
+		if ph.podsReady == 0 {
+			ph.podsReady = at
+		}
+		if top != nil && s.topReady(top) {
+			ph.top = at
+			return at, ph, nil
+		}
 	}
 }
 
@@ -843,8 +865,10 @@ func lwsAlone(cluster *sim.Cluster) side {
 		}
 		return lwsReady(lws), nil
 	}
+	s.topList = func() client.ObjectList { return &lwsv1.LeaderWorkerSetList{} }
+	s.topReady = func(o client.Object) bool { return lwsReady(o.(*lwsv1.LeaderWorkerSet)) }
 	s.watchReady = func(ctx context.Context, ns string) (<-chan sighting, error) {
-		return watchTop(ctx, &lwsv1.LeaderWorkerSetList{}, ns, func(o client.Object) bool { return lwsReady(o.(*lwsv1.LeaderWorkerSet)) })
+		return watchTop(ctx, s.topList(), ns, s.topReady)
 	}
 	return s
 }
@@ -893,8 +917,10 @@ func kubectlLLM(cluster *sim.Cluster, bin, dir string) side {
 		}
 		return servingReady(ms), nil
 	}
+	s.topList = func() client.ObjectList { return &v1.ModelServingList{} }
+	s.topReady = func(o client.Object) bool { return servingReady(o.(*v1.ModelServing)) }
 	s.watchReady = func(ctx context.Context, ns string) (<-chan sighting, error) {
-		return watchTop(ctx, &v1.ModelServingList{}, ns, func(o client.Object) bool { return servingReady(o.(*v1.ModelServing)) })
+		return watchTop(ctx, s.topList(), ns, s.topReady)
 	}
 	return s
 }
