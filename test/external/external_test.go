@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -252,6 +253,12 @@ func TestAServingRunsRollsAndRecoversOnUpstreamLWS(t *testing.T) {
 	}
 
 	// A lost worker: its group is recreated (leader included) and the serving is Ready again.
+	// Upstream LWS recreates the group when its pod controller finds the worker being deleted;
+	// a worker already gone by then (kwok ends a deletion within milliseconds, a kubelet takes
+	// the grace period) is not found, and only the worker comes back. So the worker is deleted
+	// once the rollout's pod events have quieted, when LWS's one pod worker is not behind them
+	// (CI once deleted it right after the rollout: no group recreation, the test timed out).
+	quietPods(t, ns, "qwen", time.Second)
 	var leader1 *corev1.Pod
 	for _, p := range servingPods(t, ns, "qwen") {
 		if p.Name == "qwen-1" {
@@ -274,5 +281,22 @@ func TestAServingRunsRollsAndRecoversOnUpstreamLWS(t *testing.T) {
 			return false, err
 		}
 		return l.UID != leader1.UID && ms.Status.ReadyReplicas == 2, nil
+	})
+}
+
+// quietPods waits (30 s at most) until none of the serving's pods has changed for quiet.
+func quietPods(t *testing.T, ns, name string, quiet time.Duration) {
+	t.Helper()
+	last, since := "", time.Now()
+	testenv.Eventually(t, 30*time.Second, "the serving's pods quiet for "+quiet.String(), func() (bool, error) {
+		var versions []string
+		for _, p := range servingPods(t, ns, name) {
+			versions = append(versions, p.Name+"@"+p.ResourceVersion)
+		}
+		now := strings.Join(versions, ",")
+		if now != last {
+			last, since = now, time.Now()
+		}
+		return time.Since(since) >= quiet, fmt.Errorf("pods changed %s ago: %s", time.Since(since).Round(time.Millisecond), now)
 	})
 }
