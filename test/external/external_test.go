@@ -12,8 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -253,12 +253,12 @@ func TestAServingRunsRollsAndRecoversOnUpstreamLWS(t *testing.T) {
 	}
 
 	// A lost worker: its group is recreated (leader included) and the serving is Ready again.
-	// Upstream LWS recreates the group when its pod controller finds the worker being deleted;
-	// a worker already gone by then (kwok ends a deletion within milliseconds, a kubelet takes
-	// the grace period) is not found, and only the worker comes back. So the worker is deleted
-	// once the rollout's pod events have quieted, when LWS's one pod worker is not behind them
-	// (CI once deleted it right after the rollout: no group recreation, the test timed out).
-	quietPods(t, ns, "qwen", time.Second)
+	// Upstream LWS recreates the group when its pod controller finds the worker being deleted; a
+	// worker already gone by then is not found (its Get ignores NotFound), and only the worker
+	// comes back. A kubelet keeps a deleted pod Terminating for its grace period; kwok here
+	// removes it within milliseconds, and under CI's load LWS looked only after that (twice in
+	// session 17). So the worker is held Terminating by a finalizer of the test's until LWS has
+	// deleted its leader, as a kubelet would hold it.
 	var leader1 *corev1.Pod
 	for _, p := range servingPods(t, ns, "qwen") {
 		if p.Name == "qwen-1" {
@@ -268,7 +268,34 @@ func TestAServingRunsRollsAndRecoversOnUpstreamLWS(t *testing.T) {
 	if leader1 == nil {
 		t.Fatal("no leader qwen-1")
 	}
-	if err := kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-1-1"}}); err != nil {
+	worker := &corev1.Pod{}
+	if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen-1-1"}, worker); err != nil {
+		t.Fatal(err)
+	}
+	const terminating = "test.kubectl-llm.dev/terminating"
+	setFinalizers := func(finalizers []string) error {
+		patch := client.MergeFrom(worker.DeepCopy())
+		worker.Finalizers = finalizers
+		return kc.Patch(ctx, worker, patch)
+	}
+	if err := setFinalizers(append(worker.Finalizers, terminating)); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.Delete(ctx, worker); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 60*time.Second, "LWS deleting group 1's leader for its terminating worker", func() (bool, error) {
+		l := &corev1.Pod{}
+		if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen-1"}, l); err != nil {
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}
+		return l.UID != leader1.UID || l.DeletionTimestamp != nil, nil
+	})
+	if err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen-1-1"}, worker); err == nil {
+		if err := setFinalizers(slices.DeleteFunc(slices.Clone(worker.Finalizers), func(f string) bool { return f == terminating })); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	} else if !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 60*time.Second, "group 1 recreated with a new leader and Ready", func() (bool, error) {
@@ -281,22 +308,5 @@ func TestAServingRunsRollsAndRecoversOnUpstreamLWS(t *testing.T) {
 			return false, err
 		}
 		return l.UID != leader1.UID && ms.Status.ReadyReplicas == 2, nil
-	})
-}
-
-// quietPods waits (30 s at most) until none of the serving's pods has changed for quiet.
-func quietPods(t *testing.T, ns, name string, quiet time.Duration) {
-	t.Helper()
-	last, since := "", time.Now()
-	testenv.Eventually(t, 30*time.Second, "the serving's pods quiet for "+quiet.String(), func() (bool, error) {
-		var versions []string
-		for _, p := range servingPods(t, ns, name) {
-			versions = append(versions, p.Name+"@"+p.ResourceVersion)
-		}
-		now := strings.Join(versions, ",")
-		if now != last {
-			last, since = now, time.Now()
-		}
-		return time.Since(since) >= quiet, fmt.Errorf("pods changed %s ago: %s", time.Since(since).Round(time.Millisecond), now)
 	})
 }
