@@ -1073,50 +1073,37 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	if !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren) {
 		return ctrl.Result{}, nil
 	}
-	remaining := 0
-	children := []client.Object{
-		&lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: naming.ServiceName(ms.Name)}},
-	}
-	for _, role := range ms.Spec.Roles {
-		children = append(children,
-			&lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: naming.RoleWorkloadName(ms.Name, role.Name)}},
-			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: naming.RoleServiceName(ms.Name, role.Name)}})
-	}
-	// Read from the API server, not a cache: the finalizer goes only when nothing is left.
-	revs := &appsv1.ControllerRevisionList{}
-	if err := r.live().List(ctx, revs, revision.ListOptions(ms.Namespace, ms.Name)...); err != nil {
-		return ctrl.Result{}, err
-	}
-	for i := range revs.Items {
-		children = append(children, &revs.Items[i])
+	if namespaceDeleted(ctx, r.Namespaces, ms.Namespace) {
+		// The namespace controller deletes every object of the namespace, the children with the
+		// serving, and the namespace goes only once they are gone: nothing is left behind without
+		// us, and reading and deleting each child again (hundreds of servings at once, when a
+		// namespace goes) would only take the API server from the servings that still run.
+		log.FromContext(ctx).V(1).Info("The serving's namespace is being deleted: its children go with it")
+		return r.removeFinalizer(ctx, ms)
 	}
 	if controllerutil.ContainsFinalizer(ms, metav1.FinalizerOrphanDependents) {
 		// kubectl delete --cascade=orphan: the user keeps the children and their groups running,
 		// and a serving made again with this name adopts them (see adoptable).
 		log.FromContext(ctx).Info("Deleted with orphan propagation: leaving the children in place")
-		if err := r.release(ctx, ms, children); err != nil {
+		named, revisions, err := r.childrenOf(ctx, ms, r.live(), revision.ListOptions(ms.Namespace, ms.Name))
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.release(ctx, ms, append(named, revisions...)); err != nil {
 			return ctrl.Result{}, err
 		}
 		return r.removeFinalizer(ctx, ms)
 	}
-	for _, child := range children {
-		if err := r.live().Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
-			if apierrors.IsNotFound(err) || lwsMissing(err) {
-				continue // gone, or a LeaderWorkerSet that cannot exist (its CRD is gone)
-			}
-			return ctrl.Result{}, err
-		}
-		if ownership(ms, child) != childOurs {
-			continue // not ours
-		}
-		remaining++
-		if child.GetDeletionTimestamp().IsZero() {
-			if err := r.Client.Delete(ctx, child, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, fmt.Errorf("delete %s: %w", child.GetName(), err)
-			}
-			r.Failpoints.Hit("finalize-after-delete", client.ObjectKeyFromObject(ms).String())
-		}
+	// The caches first: a pass woken by each of the children's deletions (and their pods') reads
+	// nothing from the API server while the caches still hold a child.
+	remaining, err := r.deleteChildren(ctx, ms, r.children(), r.revisionsOf(ms))
+	if err == nil && remaining == 0 {
+		// The caches hold none: the finalizer goes only when the API server agrees (a child
+		// written just before the deletion may not have reached them yet).
+		remaining, err = r.deleteChildren(ctx, ms, r.live(), revision.ListOptions(ms.Namespace, ms.Name))
+	}
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if remaining > 0 {
 		// The children's deletions wake the serving; the recheck is a backstop. Either way the
@@ -1125,6 +1112,60 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	}
 	r.Failpoints.Hit("before-finalizer-removal", client.ObjectKeyFromObject(ms).String())
 	return r.removeFinalizer(ctx, ms)
+}
+
+// childrenOf is the children a serving can have: its LeaderWorkerSet and Service (one of each per
+// role with roles), by name only, and the ControllerRevisions that from lists, as read.
+func (r *Reconciler) childrenOf(ctx context.Context, ms *v1.ModelServing, from client.Reader, listRevisions []client.ListOption) (named, revisions []client.Object, err error) {
+	named = []client.Object{
+		&lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: naming.ServiceName(ms.Name)}},
+	}
+	for _, role := range ms.Spec.Roles {
+		named = append(named,
+			&lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: naming.RoleWorkloadName(ms.Name, role.Name)}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: naming.RoleServiceName(ms.Name, role.Name)}})
+	}
+	revs := &appsv1.ControllerRevisionList{}
+	if err := from.List(ctx, revs, listRevisions...); err != nil {
+		return nil, nil, fmt.Errorf("list ControllerRevisions of %s: %w", client.ObjectKeyFromObject(ms), err)
+	}
+	for i := range revs.Items {
+		revisions = append(revisions, &revs.Items[i])
+	}
+	return named, revisions, nil
+}
+
+// deleteChildren deletes the serving's children that from holds and that are not being deleted
+// yet, and counts those of them still there.
+func (r *Reconciler) deleteChildren(ctx context.Context, ms *v1.ModelServing, from client.Reader, listRevisions []client.ListOption) (remaining int, err error) {
+	named, revisions, err := r.childrenOf(ctx, ms, from, listRevisions)
+	if err != nil {
+		return 0, err
+	}
+	found := revisions
+	for _, child := range named {
+		if err := from.Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
+			if apierrors.IsNotFound(err) || lwsMissing(err) {
+				continue // gone, or a LeaderWorkerSet that cannot exist (its CRD is gone)
+			}
+			return 0, err
+		}
+		found = append(found, child)
+	}
+	for _, child := range found {
+		if ownership(ms, child) != childOurs {
+			continue // not ours
+		}
+		remaining++
+		if child.GetDeletionTimestamp().IsZero() {
+			if err := r.Client.Delete(ctx, child, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+				return 0, fmt.Errorf("delete %s: %w", child.GetName(), err)
+			}
+			r.Failpoints.Hit("finalize-after-delete", client.ObjectKeyFromObject(ms).String())
+		}
+	}
+	return remaining, nil
 }
 
 // release removes the serving's owner reference from its children, as the garbage collector

@@ -6,11 +6,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
 // Groups whose pods are made and turn ready within the detail interval are not a status write of
@@ -128,5 +132,55 @@ func TestAServingWhoseNamespaceIsBeingDeletedIsNotWritten(t *testing.T) {
 	if after.ResourceVersion != before.ResourceVersion || after.Status.ReadyReplicas != 0 {
 		t.Errorf("the serving in the namespace being deleted was written (resourceVersion %s → %s, %d groups ready): want it left alone",
 			before.ResourceVersion, after.ResourceVersion, after.Status.ReadyReplicas)
+	}
+}
+
+// A serving deleted with its namespace lets go at once: the namespace controller deletes every
+// object of the namespace, the serving's children too, and the namespace goes only after them, so
+// reading and deleting each child again (hundreds of servings at once when a namespace goes) would
+// only take the API server from the servings that still run. Here (envtest runs no namespace
+// controller) the test deletes the serving itself, as that controller would: it goes although its
+// LeaderWorkerSet is still there. The same deletion in a live namespace waits for the children
+// (TestTheFinalizerKeepsTheServingUntilItsChildrenAreGone).
+func TestAServingDeletedWithItsNamespaceLetsGoAtOnce(t *testing.T) {
+	ctx := context.Background()
+	doomed := namespace(t)
+	ms := serving(doomed, "qwen")
+	if err := env.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	waitLWS(t, doomed, "qwen", func(*lwsv1.LeaderWorkerSet) bool { return true })
+	waitServing(t, doomed, "qwen", "the finalizer", func(ms *v1.ModelServing) bool {
+		return controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren)
+	})
+	// Hold the LeaderWorkerSet, so that a finalizer that waited for it would wait for good.
+	lws, err := getLWS(ctx, doomed, "qwen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lws.Finalizers = append(lws.Finalizers, "test.kubectl-llm.dev/hold")
+	if err := env.Client.Update(ctx, lws); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if lws, err := getLWS(ctx, doomed, "qwen"); err == nil {
+			lws.Finalizers = nil
+			_ = env.Client.Update(ctx, lws)
+		}
+	})
+	if err := env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doomed}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the manager's cache sees the namespace Terminating
+	if err := env.Client.Delete(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	took := testenv.Eventually(t, 10*time.Second, "the serving gone, its LeaderWorkerSet left to the namespace controller", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(ms), &v1.ModelServing{})
+		return apierrors.IsNotFound(err), err
+	})
+	t.Logf("serving removed %s after its deletion", took)
+	if _, err := getLWS(ctx, doomed, "qwen"); err != nil {
+		t.Errorf("the LeaderWorkerSet: %v; want it still there, being the namespace controller's to delete", err)
 	}
 }
