@@ -111,7 +111,9 @@ type results struct {
 	recovery, rollout, churnRecovery, churnRollout []time.Duration
 	// recoveryPhases and rolloutPhases are where each idle recovery's and rollout's time went.
 	recoveryPhases, rolloutPhases []phases
-	burst                         []time.Duration
+	// churnRecoveryPhases and churnRolloutPhases are the same while the burst is deleted.
+	churnRecoveryPhases, churnRolloutPhases []phases
+	burst                                   []time.Duration
 	// toLWS is, per burst object, top object created → its LeaderWorkerSet seen (kubectl-llm
 	// only: the operator's own step in); lwsReady is created → the LeaderWorkerSet's status says
 	// every group ready (LWS's work, and for kubectl-llm what came before it); fromLWS is that →
@@ -512,8 +514,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if err := kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: burstNS}}); err != nil {
 		return nil, err
 	}
-	var churnPhases []phases
-	if err := cases(&r.churnRecovery, &r.churnRollout, &churnPhases, &churnPhases); err != nil {
+	if err := cases(&r.churnRecovery, &r.churnRollout, &r.churnRecoveryPhases, &r.churnRolloutPhases); err != nil {
 		return nil, err
 	}
 	if unrelatedN > 0 {
@@ -1325,13 +1326,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	}
 	row("worker deleted → group of 3 recreated and Ready, idle", func(r *results) []time.Duration { return r.recovery })
 	row("4 groups × 2, new image → all new and Ready, idle", func(r *results) []time.Duration { return r.rollout })
-	for _, c := range []struct {
-		name string
-		of   func(*results) []phases
-	}{
-		{"idle recovery", func(r *results) []phases { return r.recoveryPhases }},
-		{"idle rollout", func(r *results) []phases { return r.rolloutPhases }},
-	} {
+	phaseRows := func(name string, of func(*results) []phases) {
 		for _, p := range []struct {
 			name string
 			at   func(phases) time.Duration
@@ -1340,17 +1335,21 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			{"every pod new and Ready", func(p phases) time.Duration { return p.podsReady }},
 			{"→ the top object Ready, after its pods", func(p phases) time.Duration { return p.top - p.podsReady }},
 		} {
-			row(c.name+": "+p.name, func(r *results) []time.Duration {
+			row(name+": "+p.name, func(r *results) []time.Duration {
 				var ds []time.Duration
-				for _, ph := range c.of(r) {
+				for _, ph := range of(r) {
 					ds = append(ds, p.at(ph))
 				}
 				return ds
 			})
 		}
 	}
+	phaseRows("idle recovery", func(r *results) []phases { return r.recoveryPhases })
+	phaseRows("idle rollout", func(r *results) []phases { return r.rolloutPhases })
 	row("recovery while the burst is deleted", func(r *results) []time.Duration { return r.churnRecovery })
 	row("rollout while the burst is deleted", func(r *results) []time.Duration { return r.churnRollout })
+	phaseRows("recovery while deleted", func(r *results) []phases { return r.churnRecoveryPhases })
+	phaseRows("rollout while deleted", func(r *results) []phases { return r.churnRolloutPhases })
 	q := func(p float64) func(*results) []time.Duration {
 		return func(r *results) []time.Duration { return []time.Duration{quantile(r.burst, p)} }
 	}
@@ -1633,6 +1632,8 @@ func merge(rs []*results) *results {
 		m.rollout = append(m.rollout, r.rollout...)
 		m.recoveryPhases = append(m.recoveryPhases, r.recoveryPhases...)
 		m.rolloutPhases = append(m.rolloutPhases, r.rolloutPhases...)
+		m.churnRecoveryPhases = append(m.churnRecoveryPhases, r.churnRecoveryPhases...)
+		m.churnRolloutPhases = append(m.churnRolloutPhases, r.churnRolloutPhases...)
 		m.churnRecovery = append(m.churnRecovery, r.churnRecovery...)
 		m.churnRollout = append(m.churnRollout, r.churnRollout...)
 		m.burst = append(m.burst, r.burst...)
