@@ -113,7 +113,10 @@ type results struct {
 	recoveryPhases, rolloutPhases []phases
 	// churnRecoveryPhases and churnRolloutPhases are the same while the burst is deleted.
 	churnRecoveryPhases, churnRolloutPhases []phases
-	burst                                   []time.Duration
+	// deletion is how long the burst took to go: its namespace's delete → its last pod and
+	// LeaderWorkerSet gone (one per round).
+	deletion []time.Duration
+	burst    []time.Duration
 	// toLWS is, per burst object, top object created → its LeaderWorkerSet seen (kubectl-llm
 	// only: the operator's own step in); lwsReady is created → the LeaderWorkerSet's status says
 	// every group ready (LWS's work, and for kubectl-llm what came before it); fromLWS is that →
@@ -509,12 +512,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		}
 	}
 
-	// Churn: the burst objects go (namespace deletion, in the background) while one object
-	// recovers and another rolls out.
-	if err := kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: burstNS}}); err != nil {
-		return nil, err
-	}
-	if err := cases(&r.churnRecovery, &r.churnRollout, &r.churnRecoveryPhases, &r.churnRolloutPhases); err != nil {
+	if err := churn(ctx, s, r, ns, burstNS, &image); err != nil {
 		return nil, err
 	}
 	if unrelatedN > 0 {
@@ -531,6 +529,97 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		deleteNamespace(ctx, name)
 	}
 	return r, nil
+}
+
+// maxChurnPairs bounds the recoveries and rollouts timed while a burst is deleted.
+const maxChurnPairs = 60
+
+// churn deletes the burst's namespace (its objects go by the namespace controller and the garbage
+// collector, in the background) and, while they go, times one object's recovery and another's
+// rollout in turn, over and over, until the burst's last pod and LeaderWorkerSet are gone: a case
+// counts when it ended before that. Until session 19 it timed -reps pairs from the delete on, so
+// how many of them fell into the deletion, and at which point of it, differed from run to run and
+// from side to side (the deletion takes longer on one side than on the other): a recovery while
+// 300 were deleted measured 1.27× and 1.77× of LWS alone in two runs of the same build.
+func churn(ctx context.Context, s side, r *results, ns, burstNS string, image *int) error {
+	deleting := time.Now()
+	if err := kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: burstNS}}); err != nil {
+		return err
+	}
+	emptied := make(chan struct{})
+	var emptiedErr error
+	go func() {
+		defer close(emptied)
+		// Every 200 ms (two lists of one item each): until's 50 ms would add 40 requests a
+		// second to the load the cases are timed under.
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(15 * time.Minute)
+		for {
+			gone, err := burstGone(ctx, burstNS)
+			if err != nil || gone {
+				emptiedErr = err
+				r.deletion = append(r.deletion, time.Since(deleting))
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-deadline:
+				emptiedErr = fmt.Errorf("pods or LeaderWorkerSets still there after 15m")
+				return
+			case <-ctx.Done():
+				emptiedErr = ctx.Err()
+				return
+			}
+		}
+	}()
+	during := func() bool {
+		select {
+		case <-emptied:
+			return false
+		default:
+			return true
+		}
+	}
+	for i := 0; i < maxChurnPairs && during(); i++ {
+		d, ph, err := recovery(ctx, s, ns, "rec")
+		if err != nil {
+			return fmt.Errorf("recovery %d while the burst is deleted: %w", i+1, err)
+		}
+		if !during() {
+			break
+		}
+		r.churnRecovery, r.churnRecoveryPhases = append(r.churnRecovery, d), append(r.churnRecoveryPhases, ph)
+		*image++
+		d, ph, err = rollout(ctx, s, ns, "roll", fmt.Sprintf("engine:v%d", *image))
+		if err != nil {
+			return fmt.Errorf("rollout %d while the burst is deleted: %w", i+1, err)
+		}
+		if !during() {
+			break
+		}
+		r.churnRollout, r.churnRolloutPhases = append(r.churnRollout, d), append(r.churnRolloutPhases, ph)
+	}
+	<-emptied
+	if emptiedErr != nil {
+		return fmt.Errorf("the burst's deletion: %w", emptiedErr)
+	}
+	return nil
+}
+
+// burstGone says whether the burst's namespace holds no pod and no LeaderWorkerSet any more (its
+// ModelServings, Services and revisions go with them; the namespace itself goes a little later,
+// when the namespace controller looks again).
+func burstGone(ctx context.Context, ns string) (bool, error) {
+	for _, l := range []client.ObjectList{&corev1.PodList{}, &lwsv1.LeaderWorkerSetList{}} {
+		if err := kc.List(ctx, l, client.InNamespace(ns), client.Limit(1)); err != nil {
+			return false, err
+		}
+		if meta.LenList(l) > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // oneAtATime is the -single case: singleN objects created one at a time among the converged burst
@@ -1324,6 +1413,21 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, a, b, ratio)
 	}
+	// num is a row of a figure; known says whether a side measured it (both, when nil).
+	numOf := func(name, unit string, f func(*results) float64, known func(*results) bool) {
+		a, b, ratio := "—", "—", "—"
+		if lws != nil && (known == nil || known(lws)) {
+			a = fmt.Sprintf("%.1f %s", f(lws), unit)
+		}
+		if llm != nil && (known == nil || known(llm)) {
+			b = fmt.Sprintf("%.1f %s", f(llm), unit)
+		}
+		if lws != nil && llm != nil && f(lws) > 0 {
+			ratio = fmt.Sprintf("%.2f× (%+.1f %s)", f(llm)/f(lws), f(llm)-f(lws), unit)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, a, b, ratio)
+	}
+	num := func(name, unit string, f func(*results) float64) { numOf(name, unit, f, nil) }
 	row("worker deleted → group of 3 recreated and Ready, idle", func(r *results) []time.Duration { return r.recovery })
 	row("4 groups × 2, new image → all new and Ready, idle", func(r *results) []time.Duration { return r.rollout })
 	phaseRows := func(name string, of func(*results) []phases) {
@@ -1346,6 +1450,8 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	}
 	phaseRows("idle recovery", func(r *results) []phases { return r.recoveryPhases })
 	phaseRows("idle rollout", func(r *results) []phases { return r.rolloutPhases })
+	row("the burst deleted: its namespace's delete → its last pod and LeaderWorkerSet gone", func(r *results) []time.Duration { return r.deletion })
+	numOf("recoveries (and as many rollouts) timed while the burst is deleted", "", func(r *results) float64 { return float64(len(r.churnRecovery)) }, nil)
 	row("recovery while the burst is deleted", func(r *results) []time.Duration { return r.churnRecovery })
 	row("rollout while the burst is deleted", func(r *results) []time.Duration { return r.churnRollout })
 	phaseRows("recovery while deleted", func(r *results) []phases { return r.churnRecoveryPhases })
@@ -1391,21 +1497,6 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			{stepOut, func(r *results) []time.Duration { return r.singleFromLWS }},
 		})
 	}
-	// num is a row of a figure; known says whether a side measured it (both, when nil).
-	numOf := func(name, unit string, f func(*results) float64, known func(*results) bool) {
-		a, b, ratio := "—", "—", "—"
-		if lws != nil && (known == nil || known(lws)) {
-			a = fmt.Sprintf("%.1f %s", f(lws), unit)
-		}
-		if llm != nil && (known == nil || known(llm)) {
-			b = fmt.Sprintf("%.1f %s", f(llm), unit)
-		}
-		if lws != nil && llm != nil && f(lws) > 0 {
-			ratio = fmt.Sprintf("%.2f× (%+.1f %s)", f(llm)/f(lws), f(llm)-f(lws), unit)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, a, b, ratio)
-	}
-	num := func(name, unit string, f func(*results) float64) { numOf(name, unit, f, nil) }
 	num("controller CPU per burst object", "ms", func(r *results) float64 { return float64(r.cpuPerObject.Microseconds()) / 1000 })
 	for _, c := range components {
 		num(c+" CPU per burst object", "ms", func(r *results) float64 { return float64(r.componentCPU[c].Microseconds()) / 1000 })
@@ -1636,6 +1727,7 @@ func merge(rs []*results) *results {
 		m.churnRolloutPhases = append(m.churnRolloutPhases, r.churnRolloutPhases...)
 		m.churnRecovery = append(m.churnRecovery, r.churnRecovery...)
 		m.churnRollout = append(m.churnRollout, r.churnRollout...)
+		m.deletion = append(m.deletion, r.deletion...)
 		m.burst = append(m.burst, r.burst...)
 		m.toLWS = append(m.toLWS, r.toLWS...)
 		m.lwsReady = append(m.lwsReady, r.lwsReady...)
