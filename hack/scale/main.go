@@ -11,8 +11,9 @@
 //     same arrivals on both sides; LWS alone's Services made by a second client beside them) →
 //     each Ready (p50, p99, max), the controller process's CPU per object and RSS after the
 //     burst;
-//   - the recovery and rollout again while the N burst objects are being deleted (namespace
-//     deletion in the background): one object's work must not wait behind the others'.
+//   - the recovery and rollout again, over and over, while the burst is deleted: its first half
+//     one object at a time, -delete-rate a second on a fixed schedule, then the rest with its
+//     namespace (in the background): one object's work must not wait behind the others'.
 //
 // Recovery and rollout are repeated -reps times; the table gives the median and the spread.
 //
@@ -42,6 +43,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +54,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 	"github.com/kubectl-llm/kubectl-llm/test/sim"
@@ -68,6 +72,7 @@ func main() {
 	flag.IntVar(&unrelatedN, "unrelated", 0, "after the churn, create this many unrelated pods, Services, StatefulSets and ControllerRevisions each, and report the controller's RSS before and after")
 	flag.IntVar(&getN, "get", 0, "on the kubectl-llm side, time `kubectl llm get` of this many servings against `kubectl get modelservings`")
 	flag.BoolVar(&disagg, "disagg", false, "instead of the other cases, roll a 2 prefill : 6 decode topology -reps times by LWS's DisaggregatedSet and by a ModelServing with roles")
+	flag.Float64Var(&deleteRate, "delete-rate", 5, "after the burst, its first half is deleted one object at a time, this many a second on a fixed schedule, and the cases are timed while the deletes are made (then the rest goes with its namespace)")
 	flag.Float64Var(&burstRate, "rate", 20, "burst objects created a second, on a fixed schedule (each create on its own, up to 64 at once), the same on both sides; 0: one after the other, as fast as one client can")
 	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
 	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged, create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
@@ -89,6 +94,9 @@ type side struct {
 	// create makes one top object of replicas groups of size pods with an image.
 	create func(ctx context.Context, ns, name string, replicas, size int32, image string) error
 	// setImage changes the image of a top object.
+	// remove deletes a top object as its user would (kubectl delete): for LWS alone the
+	// LeaderWorkerSet and the Service beside it, for kubectl-llm the ModelServing.
+	remove   func(ctx context.Context, ns, name string) error
 	setImage func(ctx context.Context, ns, name, image string) error
 	// ready says whether the top object reports every group ready on its current spec.
 	ready func(ctx context.Context, ns, name string) (bool, error)
@@ -108,15 +116,13 @@ type side struct {
 
 // results of one side.
 type results struct {
-	recovery, rollout, churnRecovery, churnRollout []time.Duration
+	recovery, rollout []time.Duration
 	// recoveryPhases and rolloutPhases are where each idle recovery's and rollout's time went.
 	recoveryPhases, rolloutPhases []phases
-	// churnRecoveryPhases and churnRolloutPhases are the same while the burst is deleted.
-	churnRecoveryPhases, churnRolloutPhases []phases
-	// deletion is how long the burst took to go: its namespace's delete → its last pod and
-	// LeaderWorkerSet gone (one per round).
-	deletion []time.Duration
-	burst    []time.Duration
+	// byObject is the cases while the first half of the burst is deleted one object at a time,
+	// -delete-rate a second; byNamespace while the rest goes with its namespace.
+	byObject, byNamespace churned
+	burst                 []time.Duration
 	// toLWS is, per burst object, top object created → its LeaderWorkerSet seen (kubectl-llm
 	// only: the operator's own step in); lwsReady is created → the LeaderWorkerSet's status says
 	// every group ready (LWS's work, and for kubectl-llm what came before it); fromLWS is that →
@@ -154,6 +160,45 @@ type results struct {
 	// slowest is the burst object that took longest, and when it was created and how long.
 	slowest   string
 	slowestAt timing
+}
+
+// churned is what the cases measured while part of the burst was deleted.
+type churned struct {
+	recovery, rollout             []time.Duration
+	recoveryPhases, rolloutPhases []phases
+	// deletion is how long that part took to go: the first delete → its last pod gone (one per
+	// round).
+	deletion []time.Duration
+	// cpu, componentCPU and internals are the controller's CPU, every process's, and the
+	// controller's own metrics from the first delete until that part is gone, per deleted object
+	// (with the cases timed beside it).
+	cpu          time.Duration
+	componentCPU map[string]time.Duration
+	internals    map[string]float64
+}
+
+// merge pools the rounds: durations side by side, CPU as the median, the metrics as the mean.
+func (c *churned) merge(rs []churned) {
+	c.componentCPU, c.internals = map[string]time.Duration{}, map[string]float64{}
+	var cpu []time.Duration
+	for _, r := range rs {
+		c.recovery, c.rollout = append(c.recovery, r.recovery...), append(c.rollout, r.rollout...)
+		c.recoveryPhases = append(c.recoveryPhases, r.recoveryPhases...)
+		c.rolloutPhases = append(c.rolloutPhases, r.rolloutPhases...)
+		c.deletion = append(c.deletion, r.deletion...)
+		cpu = append(cpu, r.cpu)
+		for k, v := range r.internals {
+			c.internals[k] += v / float64(len(rs))
+		}
+	}
+	c.cpu = median(cpu)
+	for _, name := range components {
+		var ds []time.Duration
+		for _, r := range rs {
+			ds = append(ds, r.componentCPU[name])
+		}
+		c.componentCPU[name] = median(ds)
+	}
 }
 
 type timing struct {
@@ -196,6 +241,8 @@ var (
 	// burstRate is how many burst objects are created a second (0: one after the other, as fast
 	// as one client can).
 	burstRate float64
+	// deleteRate is how many of the burst's first half are deleted a second, one at a time.
+	deleteRate float64
 	// rounds is how many times each side is measured, in the order A B B A A B…, so that the
 	// load of the machine drifting during a run weighs on both sides alike.
 	rounds int
@@ -512,7 +559,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		}
 	}
 
-	if err := churn(ctx, s, r, ns, burstNS, &image); err != nil {
+	if err := churn(ctx, s, r, pid, n, ns, burstNS, &image); err != nil {
 		return nil, err
 	}
 	if unrelatedN > 0 {
@@ -531,41 +578,130 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	return r, nil
 }
 
-// maxChurnPairs bounds the recoveries and rollouts timed while a burst is deleted.
+// maxChurnPairs bounds the recoveries and rollouts timed while part of a burst is deleted.
 const maxChurnPairs = 60
 
-// churn deletes the burst's namespace (its objects go by the namespace controller and the garbage
-// collector, in the background) and, while they go, times one object's recovery and another's
-// rollout in turn, over and over, until the burst's last pod and LeaderWorkerSet are gone: a case
-// counts when it ended before that. Until session 19 it timed -reps pairs from the delete on, so
-// how many of them fell into the deletion, and at which point of it, differed from run to run and
-// from side to side (the deletion takes longer on one side than on the other): a recovery while
-// 300 were deleted measured 1.27× and 1.77× of LWS alone in two runs of the same build.
-func churn(ctx context.Context, s side, r *results, ns, burstNS string, image *int) error {
-	deleting := time.Now()
-	if err := kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: burstNS}}); err != nil {
+// churn deletes the burst while one object recovers and another rolls out: its first half one
+// object at a time, -delete-rate a second on a fixed schedule (the same arrivals on both sides, as
+// the burst's creates), then the rest with its namespace (the namespace controller and the garbage
+// collector delete everything at once, at their own pace).
+func churn(ctx context.Context, s side, r *results, pid, n int, ns, burstNS string, image *int) error {
+	half := n / 2
+	names := make([]string, half)
+	for i := range names {
+		names[i] = fmt.Sprintf("m%04d", i)
+	}
+	gone, err := labels.NewRequirement(lwsv1.SetNameLabelKey, selection.In, names)
+	if err != nil {
 		return err
+	}
+	var deleteErr error // written before deleted is closed
+	deleted := make(chan struct{})
+	byObject := func() error {
+		go func() {
+			defer close(deleted)
+			deleteErr = onSchedule(len(names), deleteRate, func(i int) error { return s.remove(ctx, burstNS, names[i]) })
+		}()
+		return nil
+	}
+	halfGone := func() (bool, error) {
+		select {
+		case <-deleted:
+			if deleteErr != nil {
+				return false, deleteErr
+			}
+		default:
+			return false, nil
+		}
+		// Its pods are the last of an object to go (the garbage collector deletes them after
+		// their StatefulSet, after its LeaderWorkerSet).
+		var pods corev1.PodList
+		err := kc.List(ctx, &pods, client.InNamespace(burstNS), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*gone)}, client.Limit(1))
+		return len(pods.Items) == 0, err
+	}
+	// The cases count while the deletes are being made: the same window on both sides, long enough
+	// (-delete-rate 5 makes it 30 s for 150) that the work a delete leaves to the garbage
+	// collector, seconds after it (once 12 s after the last of 20 of LWS alone's, 10 a second),
+	// falls into it too, as it would under a steady churn. Until the last pod is gone instead,
+	// one side's cases ran beside a slow tail of the garbage collector, the other's beside the
+	// deletes themselves.
+	if r.byObject, err = timedThrough(ctx, s, pid, half, ns, image, byObject, deleted, halfGone); err != nil {
+		return fmt.Errorf("while deleted one at a time: %w", err)
+	}
+	byNamespace := func() error {
+		return kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: burstNS}})
+	}
+	if r.byNamespace, err = timedThrough(ctx, s, pid, n-half, ns, image, byNamespace, nil, func() (bool, error) { return burstGone(ctx, burstNS) }); err != nil {
+		return fmt.Errorf("while deleted with the namespace: %w", err)
+	}
+	return nil
+}
+
+// onSchedule calls do(i) for i < n, the i-th at i/rate after the first, up to 64 at once, and
+// returns the first error.
+func onSchedule(n int, rate float64, do func(i int) error) error {
+	start := time.Now()
+	inFlight := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for i := 0; i < n; i++ {
+		time.Sleep(time.Until(start.Add(time.Duration(float64(i) * float64(time.Second) / rate))))
+		inFlight <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-inFlight }()
+			if err := do(i); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// timedThrough starts a deletion of objects burst objects and, while it goes, times one object's
+// recovery and another's rollout in turn, over and over, until window is closed, or (window nil)
+// until gone says the deletion is done (looked at every 200 ms): a case counts when it ended
+// before that. It returns once gone says so. Until session 19 the harness timed -reps
+// pairs from the namespace's delete on, so how many of them fell into the deletion, and at which
+// point of it, differed from run to run and from side to side: a recovery while 300 were deleted
+// measured 1.27× and 1.77× of LWS alone in two runs of the same build.
+//
+// It also measures the deletion's cost while the cases run beside it (their own work is in it
+// too, a small part): each process's CPU and the controller's queues, per deleted object.
+func timedThrough(ctx context.Context, s side, pid, objects int, ns string, image *int, start func() error, window <-chan struct{}, gone func() (bool, error)) (churned, error) {
+	var c churned
+	prom0, comp0 := s.metrics(ctx), componentCPU()
+	cpu0, err := cpuTime(pid)
+	if err != nil {
+		return c, err
+	}
+	deleting := time.Now()
+	if err := start(); err != nil {
+		return c, err
 	}
 	emptied := make(chan struct{})
 	var emptiedErr error
 	go func() {
 		defer close(emptied)
-		// Every 200 ms (two lists of one item each): until's 50 ms would add 40 requests a
-		// second to the load the cases are timed under.
+		// Every 200 ms (a list of one item or two): until's 50 ms would add requests of its own
+		// to the load the cases are timed under.
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		deadline := time.After(15 * time.Minute)
 		for {
-			gone, err := burstGone(ctx, burstNS)
-			if err != nil || gone {
+			done, err := gone()
+			if err != nil || done {
 				emptiedErr = err
-				r.deletion = append(r.deletion, time.Since(deleting))
+				c.deletion = append(c.deletion, time.Since(deleting))
 				return
 			}
 			select {
 			case <-tick.C:
 			case <-deadline:
-				emptiedErr = fmt.Errorf("pods or LeaderWorkerSets still there after 15m")
+				emptiedErr = fmt.Errorf("not gone after 15m")
 				return
 			case <-ctx.Done():
 				emptiedErr = ctx.Err()
@@ -573,9 +709,12 @@ func churn(ctx context.Context, s side, r *results, ns, burstNS string, image *i
 			}
 		}
 	}()
+	if window == nil {
+		window = emptied
+	}
 	during := func() bool {
 		select {
-		case <-emptied:
+		case <-window:
 			return false
 		default:
 			return true
@@ -584,27 +723,37 @@ func churn(ctx context.Context, s side, r *results, ns, burstNS string, image *i
 	for i := 0; i < maxChurnPairs && during(); i++ {
 		d, ph, err := recovery(ctx, s, ns, "rec")
 		if err != nil {
-			return fmt.Errorf("recovery %d while the burst is deleted: %w", i+1, err)
+			return c, fmt.Errorf("recovery %d: %w", i+1, err)
 		}
 		if !during() {
 			break
 		}
-		r.churnRecovery, r.churnRecoveryPhases = append(r.churnRecovery, d), append(r.churnRecoveryPhases, ph)
+		c.recovery, c.recoveryPhases = append(c.recovery, d), append(c.recoveryPhases, ph)
 		*image++
 		d, ph, err = rollout(ctx, s, ns, "roll", fmt.Sprintf("engine:v%d", *image))
 		if err != nil {
-			return fmt.Errorf("rollout %d while the burst is deleted: %w", i+1, err)
+			return c, fmt.Errorf("rollout %d: %w", i+1, err)
 		}
 		if !during() {
 			break
 		}
-		r.churnRollout, r.churnRolloutPhases = append(r.churnRollout, d), append(r.churnRolloutPhases, ph)
+		c.rollout, c.rolloutPhases = append(c.rollout, d), append(c.rolloutPhases, ph)
 	}
 	<-emptied
 	if emptiedErr != nil {
-		return fmt.Errorf("the burst's deletion: %w", emptiedErr)
+		return c, fmt.Errorf("the deletion: %w", emptiedErr)
 	}
-	return nil
+	cpu1, err := cpuTime(pid)
+	if err != nil {
+		return c, err
+	}
+	c.cpu = (cpu1 - cpu0) / time.Duration(objects)
+	c.componentCPU = map[string]time.Duration{}
+	for name, t := range componentCPU() {
+		c.componentCPU[name] = (t - comp0[name]) / time.Duration(objects)
+	}
+	c.internals = internals(prom0, s.metrics(ctx), objects)
+	return c, nil
 }
 
 // burstGone says whether the burst's namespace holds no pod and no LeaderWorkerSet any more (its
@@ -935,6 +1084,13 @@ func lwsAlone(cluster *sim.Cluster) side {
 		services.do(func() error { return kc.Apply(ctx, svc, client.FieldOwner("scale"), client.ForceOwnership) })
 		return nil
 	}
+	s.remove = func(ctx context.Context, ns, name string) error {
+		if err := kc.Delete(ctx, &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: naming.ServiceName(name)}}
+		return client.IgnoreNotFound(kc.Delete(ctx, svc))
+	}
 	s.setImage = func(ctx context.Context, ns, name, image string) error {
 		lws := &lwsv1.LeaderWorkerSet{}
 		if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lws); err != nil {
@@ -987,6 +1143,9 @@ func kubectlLLM(cluster *sim.Cluster, bin, dir string) side {
 		ms := servingSpec(ns, name, replicas, size, image)
 		ms.TypeMeta = metav1.TypeMeta{}
 		return kc.Create(ctx, ms)
+	}
+	s.remove = func(ctx context.Context, ns, name string) error {
+		return client.IgnoreNotFound(kc.Delete(ctx, &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
 	}
 	s.setImage = func(ctx context.Context, ns, name, image string) error {
 		ms := &v1.ModelServing{}
@@ -1450,12 +1609,18 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	}
 	phaseRows("idle recovery", func(r *results) []phases { return r.recoveryPhases })
 	phaseRows("idle rollout", func(r *results) []phases { return r.rolloutPhases })
-	row("the burst deleted: its namespace's delete → its last pod and LeaderWorkerSet gone", func(r *results) []time.Duration { return r.deletion })
-	numOf("recoveries (and as many rollouts) timed while the burst is deleted", "", func(r *results) float64 { return float64(len(r.churnRecovery)) }, nil)
-	row("recovery while the burst is deleted", func(r *results) []time.Duration { return r.churnRecovery })
-	row("rollout while the burst is deleted", func(r *results) []time.Duration { return r.churnRollout })
-	phaseRows("recovery while deleted", func(r *results) []phases { return r.churnRecoveryPhases })
-	phaseRows("rollout while deleted", func(r *results) []phases { return r.churnRolloutPhases })
+	churnRows := func(how string, of func(*results) *churned) {
+		row(how+": the first delete → their last pod gone", func(r *results) []time.Duration { return of(r).deletion })
+		numOf(how+": recoveries (and as many rollouts) timed meanwhile", "", func(r *results) float64 { return float64(len(of(r).recovery)) }, nil)
+		row("recovery "+how, func(r *results) []time.Duration { return of(r).recovery })
+		row("rollout "+how, func(r *results) []time.Duration { return of(r).rollout })
+		phaseRows("recovery "+how, func(r *results) []phases { return of(r).recoveryPhases })
+		phaseRows("rollout "+how, func(r *results) []phases { return of(r).rolloutPhases })
+	}
+	byObject := fmt.Sprintf("while %d of the burst are deleted one at a time, %g a second", n/2, deleteRate)
+	byNamespace := fmt.Sprintf("while the other %d are deleted with their namespace", n-n/2)
+	churnRows(byObject, func(r *results) *churned { return &r.byObject })
+	churnRows(byNamespace, func(r *results) *churned { return &r.byNamespace })
 	q := func(p float64) func(*results) []time.Duration {
 		return func(r *results) []time.Duration { return []time.Duration{quantile(r.burst, p)} }
 	}
@@ -1520,6 +1685,28 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			return ok || c.key != "client throttled"
 		})
 	}
+	churnCost := func(how string, of func(*results) *churned) {
+		num(how+": controller CPU per deleted object", "ms", func(r *results) float64 { return float64(of(r).cpu.Microseconds()) / 1000 })
+		for _, c := range components {
+			num(how+": "+c+" CPU per deleted object", "ms", func(r *results) float64 {
+				return float64(of(r).componentCPU[c].Microseconds()) / 1000
+			})
+		}
+		for _, c := range []struct{ key, name, unit string }{
+			{"modelserving reconciles", "ModelServing passes per deleted object", ""},
+			{"modelserving queue", "ModelServing queue wait, mean", "ms"},
+			{"leaderworkerset reconciles", "LeaderWorkerSet passes per deleted object", ""},
+			{"leaderworkerset queue", "LeaderWorkerSet queue wait, mean", "ms"},
+			{"leaderworkerset work", "LeaderWorkerSet pass, mean", "ms"},
+			{"pod reconciles", "LWS pod controller passes per deleted object", ""},
+			{"pod queue", "LWS pod controller queue wait, mean", "ms"},
+			{"client requests", "controller's requests per deleted object (its client)", ""},
+		} {
+			numOf(how+": "+c.name, c.unit, func(r *results) float64 { return of(r).internals[c.key] }, nil)
+		}
+	}
+	churnCost(byObject, func(r *results) *churned { return &r.byObject })
+	churnCost(byNamespace, func(r *results) *churned { return &r.byNamespace })
 	num("controller RSS before the burst", "MiB", func(r *results) float64 { return r.rssIdle })
 	num("controller RSS after the burst", "MiB", func(r *results) float64 { return r.rss })
 	num("API writes per burst object (every client)", "", func(r *results) float64 { return sumRequests(r.requests, isWrite) })
@@ -1723,11 +1910,6 @@ func merge(rs []*results) *results {
 		m.rollout = append(m.rollout, r.rollout...)
 		m.recoveryPhases = append(m.recoveryPhases, r.recoveryPhases...)
 		m.rolloutPhases = append(m.rolloutPhases, r.rolloutPhases...)
-		m.churnRecoveryPhases = append(m.churnRecoveryPhases, r.churnRecoveryPhases...)
-		m.churnRolloutPhases = append(m.churnRolloutPhases, r.churnRolloutPhases...)
-		m.churnRecovery = append(m.churnRecovery, r.churnRecovery...)
-		m.churnRollout = append(m.churnRollout, r.churnRollout...)
-		m.deletion = append(m.deletion, r.deletion...)
 		m.burst = append(m.burst, r.burst...)
 		m.toLWS = append(m.toLWS, r.toLWS...)
 		m.lwsReady = append(m.lwsReady, r.lwsReady...)
@@ -1763,6 +1945,12 @@ func merge(rs []*results) *results {
 		}
 		m.componentCPU[name] = median(ds)
 	}
+	var byObject, byNamespace []churned
+	for _, r := range rs {
+		byObject, byNamespace = append(byObject, r.byObject), append(byNamespace, r.byNamespace)
+	}
+	m.byObject.merge(byObject)
+	m.byNamespace.merge(byNamespace)
 	m.cpuPerObject = median(cpu)
 	m.createLoop = median(loops)
 	m.rssIdle, m.rss, m.rssUnrelated0, m.rssUnrelated = medianOf(idle), medianOf(after), medianOf(un0), medianOf(un1)
