@@ -66,6 +66,7 @@ func main() {
 	reps := flag.Int("reps", 5, "repetitions of the recovery and rollout cases")
 	nodes := flag.Int("nodes", 0, "fake nodes (default: enough for the burst, at least 4)")
 	only := flag.String("only", "", "run one side only: lws or kubectl-llm")
+	flag.StringVar(&churnCPUFile, "churn-cpu", "", "save the operator's CPU profile while half the burst is deleted one at a time to this file (go tool pprof)")
 	flag.StringVar(&cpuFile, "cpu", "", "save the operator's CPU profile of the burst's first 30 s to this file (go tool pprof)")
 	flag.StringVar(&traceFile, "trace", "", "save the operator's execution trace of the burst's first 10 s to this file (go tool trace; -pprof=sched, net or sync for where its goroutines wait)")
 	flag.StringVar(&heapFile, "heap", "", "save the operator's heap profile after the burst to this file, and before it to FILE.before (go tool pprof)")
@@ -233,8 +234,8 @@ func trace(ctx context.Context, ns, name string, t timing) {
 }
 
 var (
-	operatorArgs, heapFile, cpuFile, traceFile string
-	keepLogs                                   bool
+	operatorArgs, heapFile, cpuFile, traceFile, churnCPUFile string
+	keepLogs                                                 bool
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN, singleN int
 	disagg                    bool
@@ -625,8 +626,21 @@ func churn(ctx context.Context, s side, r *results, pid, n int, ns, burstNS stri
 	// falls into it too, as it would under a steady churn. Until the last pod is gone instead,
 	// one side's cases ran beside a slow tail of the garbage collector, the other's beside the
 	// deletes themselves.
+	var profile *exec.Cmd
+	if churnCPUFile != "" && s.name == "kubectl-llm" {
+		window := max(1, int(float64(half)/deleteRate))
+		profile = exec.Command("curl", "-sf", "-o", churnCPUFile, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", operatorPprof, window))
+		if err := profile.Start(); err != nil {
+			return err
+		}
+	}
 	if r.byObject, err = timedThrough(ctx, s, pid, half, ns, image, byObject, deleted, halfGone); err != nil {
 		return fmt.Errorf("while deleted one at a time: %w", err)
+	}
+	if profile != nil {
+		if err := profile.Wait(); err != nil {
+			return fmt.Errorf("profile %s: %w", churnCPUFile, err)
+		}
 	}
 	byNamespace := func() error {
 		return kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: burstNS}})
@@ -2015,7 +2029,7 @@ func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 	args := []string{"operator", "--kubeconfig", kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
 		"--metrics-bind-address=" + operatorMetrics, fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe),
 		"--webhook-port", strconv.Itoa(webhook), "--zap-log-level=error"}
-	if heapFile != "" || cpuFile != "" || traceFile != "" {
+	if heapFile != "" || cpuFile != "" || traceFile != "" || churnCPUFile != "" {
 		port, err := testenv.FreePort()
 		if err != nil {
 			return nil, err
