@@ -142,7 +142,9 @@ type results struct {
 	requests map[string]float64
 	// apiWait is what the API server says of the burst's requests: the mean latency of a
 	// request by verb, and the mean wait in API priority and fairness by priority level.
-	apiWait      map[string]time.Duration
+	apiWait map[string]time.Duration
+	// idleWait is the same of the idle cases' requests (the webhooks their pods' creates wait on).
+	idleWait     map[string]time.Duration
 	cpuPerObject time.Duration
 	// createLoop is how long the burst's creates took, the first one's start to the last one's
 	// end: the burst's arrival (see -rate).
@@ -176,13 +178,26 @@ type churned struct {
 	cpu          time.Duration
 	componentCPU map[string]time.Duration
 	internals    map[string]float64
+	// apiWait is what the API server says of every request meanwhile (see apiWaits): whether
+	// the cases' pods wait on an admission webhook of the controller's, say.
+	apiWait map[string]time.Duration
+	// requests are the API requests per deleted object meanwhile, by verb and resource (every
+	// client's, the harness's deletes and the cases' too).
+	requests map[string]float64
 }
 
 // merge pools the rounds: durations side by side, CPU as the median, the metrics as the mean.
 func (c *churned) merge(rs []churned) {
-	c.componentCPU, c.internals = map[string]time.Duration{}, map[string]float64{}
+	c.componentCPU, c.internals, c.apiWait = map[string]time.Duration{}, map[string]float64{}, map[string]time.Duration{}
+	c.requests = map[string]float64{}
 	var cpu []time.Duration
 	for _, r := range rs {
+		for k, v := range r.requests {
+			c.requests[k] += v / float64(len(rs))
+		}
+		for k, v := range r.apiWait {
+			c.apiWait[k] += v / time.Duration(len(rs))
+		}
 		c.recovery, c.rollout = append(c.recovery, r.recovery...), append(c.rollout, r.rollout...)
 		c.recoveryPhases = append(c.recoveryPhases, r.recoveryPhases...)
 		c.rolloutPhases = append(c.rolloutPhases, r.rolloutPhases...)
@@ -365,9 +380,18 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		}
 		return nil
 	}
+	idle0, err := apiServerSeries(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := cases(&r.recovery, &r.rollout, &r.recoveryPhases, &r.rolloutPhases); err != nil {
 		return nil, err
 	}
+	idle1, err := apiServerSeries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.idleWait = apiWaits(idle0, idle1)
 
 	if r.rssIdle, err = rssMiB(pid); err != nil {
 		return nil, err
@@ -692,6 +716,14 @@ func timedThrough(ctx context.Context, s side, pid, objects int, ns string, imag
 	if err != nil {
 		return c, err
 	}
+	lat0, err := apiServerSeries(ctx)
+	if err != nil {
+		return c, err
+	}
+	req0, err := apiRequests(ctx)
+	if err != nil {
+		return c, err
+	}
 	deleting := time.Now()
 	if err := start(); err != nil {
 		return c, err
@@ -767,6 +799,16 @@ func timedThrough(ctx context.Context, s side, pid, objects int, ns string, imag
 		c.componentCPU[name] = (t - comp0[name]) / time.Duration(objects)
 	}
 	c.internals = internals(prom0, s.metrics(ctx), objects)
+	lat1, err := apiServerSeries(ctx)
+	if err != nil {
+		return c, err
+	}
+	c.apiWait = apiWaits(lat0, lat1)
+	req1, err := apiRequests(ctx)
+	if err != nil {
+		return c, err
+	}
+	c.requests = perObject(req0, req1, objects)
 	return c, nil
 }
 
@@ -1749,27 +1791,38 @@ func sumRequests(m map[string]float64, keep func(string) bool) float64 {
 	return total
 }
 
-// printRequests is the table of API requests per burst object by verb and resource, both sides.
+// printRequests is the table of API requests per burst object by verb and resource, both sides,
+// and per deleted object while half the burst is deleted one at a time.
 func printRequests(w *os.File, lws, llm *results) {
-	sorted := bothKeys(lws, llm, func(r *results) map[string]float64 { return r.requests })
+	requestTable(w, "API requests per burst object", lws, llm, func(r *results) map[string]float64 { return r.requests })
+	requestTable(w, fmt.Sprintf("API requests per deleted object while half the burst is deleted one at a time, %g a second (the cases' too)", deleteRate),
+		lws, llm, func(r *results) map[string]float64 { return r.byObject.requests })
+	printWaits(w, lws, llm)
+}
+
+// requestTable prints one table of printRequests, of the requests of each side that of gives.
+func requestTable(w *os.File, title string, lws, llm *results, of func(*results) map[string]float64) {
+	sorted := bothKeys(lws, llm, of)
+	if len(sorted) == 0 {
+		return
+	}
 	sort.SliceStable(sorted, func(i, j int) bool {
 		if isWrite(sorted[i]) != isWrite(sorted[j]) {
 			return isWrite(sorted[i])
 		}
 		return sorted[i] < sorted[j]
 	})
-	fmt.Fprintln(w, "\nAPI requests per burst object, by verb and resource (the API server's counters):")
+	fmt.Fprintf(w, "\n%s, by verb and resource (the API server's counters):\n", title)
 	fmt.Fprintln(w, "\n| request | LWS alone | kubectl-llm |\n| --- | ---: | ---: |")
 	val := func(r *results, k string) string {
-		if r == nil || r.requests[k] == 0 {
+		if r == nil || of(r)[k] == 0 {
 			return "—"
 		}
-		return fmt.Sprintf("%.2f", r.requests[k])
+		return fmt.Sprintf("%.2f", of(r)[k])
 	}
 	for _, k := range sorted {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", k, val(lws, k), val(llm, k))
 	}
-	printWaits(w, lws, llm)
 }
 
 // bothKeys is the sorted union of the keys of one map of each side's results.
@@ -1793,14 +1846,25 @@ func bothKeys[V any](lws, llm *results, m func(*results) map[string]V) []string 
 // printWaits prints the API server's mean latency by verb and its priority-and-fairness queue
 // wait by priority level during each side's burst.
 func printWaits(w *os.File, lws, llm *results) {
-	sorted := bothKeys(lws, llm, func(r *results) map[string]time.Duration { return r.apiWait })
-	fmt.Fprintln(w, "\nThe API server during the burst: mean latency of a request by verb, mean wait in priority and fairness by level:")
+	waitTable(w, "during the idle cases", lws, llm, func(r *results) map[string]time.Duration { return r.idleWait })
+	waitTable(w, "during the burst", lws, llm, func(r *results) map[string]time.Duration { return r.apiWait })
+	waitTable(w, fmt.Sprintf("while half the burst is deleted one at a time, %g a second", deleteRate), lws, llm,
+		func(r *results) map[string]time.Duration { return r.byObject.apiWait })
+}
+
+// waitTable prints one table of printWaits, of the waits of each side that of gives.
+func waitTable(w *os.File, when string, lws, llm *results, of func(*results) map[string]time.Duration) {
+	sorted := bothKeys(lws, llm, of)
+	if len(sorted) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nThe API server %s: mean latency of a request by verb, mean wait in priority and fairness by level:\n", when)
 	fmt.Fprintln(w, "\n| | LWS alone | kubectl-llm |\n| --- | ---: | ---: |")
 	val := func(r *results, k string) string {
 		if r == nil {
 			return "—"
 		}
-		d, ok := r.apiWait[k]
+		d, ok := of(r)[k]
 		if !ok {
 			return "—"
 		}
@@ -1915,7 +1979,7 @@ func merge(rs []*results) *results {
 	if len(rs) == 1 {
 		return rs[0]
 	}
-	m := &results{requests: map[string]float64{}, apiWait: map[string]time.Duration{}, componentCPU: map[string]time.Duration{},
+	m := &results{requests: map[string]float64{}, apiWait: map[string]time.Duration{}, idleWait: map[string]time.Duration{}, componentCPU: map[string]time.Duration{},
 		internals: map[string]float64{}}
 	var cpu, loops []time.Duration
 	var idle, after, un0, un1 []float64
@@ -1934,6 +1998,9 @@ func merge(rs []*results) *results {
 		m.singleFromLWS = append(m.singleFromLWS, r.singleFromLWS...)
 		for k, v := range r.requests {
 			m.requests[k] += v / float64(len(rs))
+		}
+		for k, v := range r.idleWait {
+			m.idleWait[k] += v / time.Duration(len(rs))
 		}
 		for k, v := range r.apiWait {
 			m.apiWait[k] += v / time.Duration(len(rs))

@@ -94,8 +94,10 @@ func compute(obs *observed, in computeInput) intent {
 	})
 
 	// The update revision must make a valid LWS before it is recorded: a spec that cannot become
-	// pods is terminal, whatever the LWS carries now.
-	if _, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: out.updateRev, RevisionSpec: updateSpec, Replicas: out.plan.Replicas}); err != nil {
+	// pods is terminal, whatever the LWS carries now. The LWS built here is the one applied when
+	// the plan runs the update revision (most passes): it is built once.
+	updateLWS, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: out.updateRev, RevisionSpec: updateSpec, Replicas: out.plan.Replicas})
+	if err != nil {
 		return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
 	}
 
@@ -105,7 +107,7 @@ func compute(obs *observed, in computeInput) intent {
 	}
 
 	if !obs.lwsConflict {
-		lws, note, err := desiredLWSFor(obs, out.plan, out.updateRev, updateSpec)
+		lws, note, err := desiredLWSFor(obs, out.plan, out.updateRev, updateLWS)
 		if err != nil {
 			return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
 		}
@@ -148,31 +150,26 @@ func (out *intent) record(obs *observed, updateSpec revision.Spec) ([]appsv1.Con
 	return revisions, nil
 }
 
-// desiredLWSFor builds the LWS the plan asks for. A plan that holds an older revision (paused, or
-// a Recreate stopping the old groups) takes that revision's recorded spec; when its record is
-// gone (deleted by hand), the LWS keeps the template it carries now, so the hold still holds.
-func desiredLWSFor(obs *observed, plan Plan, updateRev string, updateSpec revision.Spec) (*lwsac.LeaderWorkerSetApplyConfiguration, string, error) {
-	ms := obs.serving
+// desiredLWSFor is the LWS the plan asks for, given the one the update revision makes. A plan that
+// holds an older revision (paused, or a Recreate stopping the old groups) takes that revision's
+// recorded spec; when its record is gone (deleted by hand), the LWS keeps the template it carries
+// now, so the hold still holds.
+func desiredLWSFor(obs *observed, plan Plan, updateRev string, updateLWS *lwsac.LeaderWorkerSetApplyConfiguration) (*lwsac.LeaderWorkerSetApplyConfiguration, string, error) {
 	if plan.TemplateRevision == updateRev {
-		lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: updateRev, RevisionSpec: updateSpec, Replicas: plan.Replicas})
-		return lws, "", err
+		return updateLWS, "", nil
 	}
 	if rec := findRevision(obs.revisions, plan.TemplateRevision); rec != nil {
 		spec, err := revision.Decode(rec)
 		if err != nil {
 			return nil, "", err
 		}
-		lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: plan.TemplateRevision, RevisionSpec: spec, Replicas: plan.Replicas})
+		lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: obs.serving, Revision: plan.TemplateRevision, RevisionSpec: spec, Replicas: plan.Replicas})
 		return lws, "", err
 	}
-	lws, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: updateRev, RevisionSpec: updateSpec, Replicas: plan.Replicas})
-	if err != nil {
+	if err := keepLiveTemplate(updateLWS, obs.lws); err != nil {
 		return nil, "", err
 	}
-	if err := keepLiveTemplate(lws, obs.lws); err != nil {
-		return nil, "", err
-	}
-	return lws, fmt.Sprintf("the ControllerRevision of revision %s, which the LeaderWorkerSet runs, is gone: "+
+	return updateLWS, fmt.Sprintf("the ControllerRevision of revision %s, which the LeaderWorkerSet runs, is gone: "+
 		"the LeaderWorkerSet keeps its pod template (%s); it moves to revision %s when the rollout can go on", plan.TemplateRevision, plan.Waiting, updateRev), nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,12 +27,18 @@ import (
 // resourceVersion it read (applyLWS, applyService, adopt): a deletion after the confirmation
 // comes before its release, which then moves the child's resourceVersion and makes the write fail.
 // An adoption always asks afresh: the child it adopts may have been read after the confirmation.
+// The apply over a LeaderWorkerSet the pass read as ours asks nothing: the resourceVersion alone
+// keeps it from re-owning a released one (a release moves it), whenever the deletion came, and a
+// rollout's LWS then moves without waiting for a read of the serving.
 
 // errServingNotLive: the serving this pass read from the cache is gone, deleted or replaced.
 var errServingNotLive = errors.New("the serving is no longer live on the API server")
 
 // liveness is one pass's knowledge that its serving is live.
 type liveness struct {
+	// mu: the revision is recorded beside the LeaderWorkerSet's apply (see act), and both may
+	// ask.
+	mu        sync.Mutex
 	serving   *v1.ModelServing
 	confirmed bool
 }
@@ -42,7 +49,12 @@ type livenessKey struct{}
 // liveness record (finalize, which reads the API server itself) is not checked.
 func (r *Reconciler) beforeWrite(ctx context.Context) error {
 	l, _ := ctx.Value(livenessKey{}).(*liveness)
-	if l == nil || l.confirmed {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.confirmed {
 		return nil
 	}
 	if err := r.confirmLive(ctx, l.serving); err != nil {

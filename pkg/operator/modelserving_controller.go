@@ -118,6 +118,9 @@ type Reconciler struct {
 	// echoes are the servings as our own last writes left them (see ownEchoes); revisionEchoes,
 	// the ControllerRevisions as our creates made them.
 	echoes, revisionEchoes ownEchoes
+	// released remembers the servings whose finalizer this process removed (their UID), until
+	// a pass finds them gone: a pass queued before the cache saw the removal does nothing.
+	released sync.Map // types.NamespacedName -> types.UID
 	// noLeaderSetRead logs once that StatefulSets cannot be read (see leaderSetUnsettled).
 	noLeaderSetRead sync.Once
 	// indexed: the caches index pods and ControllerRevisions by their serving (servingIndex).
@@ -600,15 +603,14 @@ func nameConflict(kind string, o client.Object) status.Problem {
 func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 	// Every write below was decided on the serving as the cache held it: beforeWrite makes sure
 	// it is still live (see liveness).
-	steps := []func(context.Context, *observed, *intent) error{r.record, r.applyWorkloads, r.applyServices, r.prune}
+	steps := []func(context.Context, *observed, *intent) error{r.recordBesideWorkloads, r.applyServices, r.prune}
 	if obs.noWorkload() {
 		// A serving with no LeaderWorkerSet yet (just created, or its LWS deleted): the LWS first,
 		// as it is what the groups wait on; the revision it runs is recorded right after. Its
 		// template carries the revision's name, computed from the spec, not read from the record,
 		// and a pass that finds an LWS without its record records it (compute), so a kill between
-		// the two loses nothing. A serving that has an LWS records first: a template moves only
-		// to a recorded revision.
-		steps[0], steps[1] = steps[1], steps[0]
+		// the two loses nothing.
+		steps = []func(context.Context, *observed, *intent) error{r.applyWorkloads, r.record, r.applyServices, r.prune}
 	}
 	for _, step := range steps {
 		if err := step(ctx, obs, in); err != nil {
@@ -616,6 +618,28 @@ func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 		}
 	}
 	return nil
+}
+
+// recordBesideWorkloads records the revision (or renumbers one) while the LeaderWorkerSet is
+// applied, of a serving that has one: a rollout's new template reaches LWS one request after the
+// pass, not three (the serving's liveness, the record, then the apply). For the same reason as a
+// new serving's, a kill between the two loses nothing; only for the milliseconds between them can
+// the LWS run a revision the history does not list yet.
+func (r *Reconciler) recordBesideWorkloads(ctx context.Context, obs *observed, in *intent) error {
+	if in.createRevision == nil && in.renumber == nil {
+		if err := r.record(ctx, obs, in); err != nil { // its notes
+			return err
+		}
+		return r.applyWorkloads(ctx, obs, in)
+	}
+	recorded := make(chan error, 1)
+	go func() { recorded <- r.record(ctx, obs, in) }()
+	applyErr := r.applyWorkloads(ctx, obs, in)
+	recordErr := <-recorded
+	if applyErr != nil {
+		return applyErr
+	}
+	return recordErr
 }
 
 // prune deletes the revisions beyond the history limit.
@@ -721,6 +745,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.detailHeld.Delete(key)
 	r.rolloutStart.Delete(key)
 	r.echoes.forget(key)
+	r.released.Delete(key)
 	if r.services != nil {
 		r.services.forget(key)
 	}
@@ -751,14 +776,14 @@ func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, 
 			return nil
 		}
 	}
-	if err := r.beforeWrite(ctx); err != nil {
-		return err
-	}
 	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})
 	if live != nil {
 		// Over the LWS this pass read only: a release by the garbage collector since (the
-		// serving deleted with --cascade=orphan) makes the API server refuse the apply.
+		// serving deleted with --cascade=orphan) makes the API server refuse the apply. That is
+		// all the apply needs: it asks no liveness of the serving (see liveness).
 		desired.WithResourceVersion(live.ResourceVersion)
+	} else if err := r.beforeWrite(ctx); err != nil {
+		return err
 	}
 	if err := r.apply(ctx, desired, "LeaderWorkerSet", key); err != nil {
 		return err
@@ -1073,6 +1098,11 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	if !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren) {
 		return ctrl.Result{}, nil
 	}
+	if uid, ok := r.released.Load(client.ObjectKeyFromObject(ms)); ok && uid == ms.UID {
+		// Our finalizer went in an earlier pass; the cache had not seen it yet when an event of
+		// the children or pods queued this one.
+		return ctrl.Result{}, nil
+	}
 	if namespaceDeleted(ctx, r.Namespaces, ms.Namespace) {
 		// The namespace controller deletes every object of the namespace, the children with the
 		// serving, and the namespace goes only once they are gone: nothing is left behind without
@@ -1094,13 +1124,15 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 		}
 		return r.removeFinalizer(ctx, ms)
 	}
-	// The caches first: a pass woken by each of the children's deletions (and their pods') reads
-	// nothing from the API server while the caches still hold a child.
-	remaining, err := r.deleteChildren(ctx, ms, r.children(), r.revisionsOf(ms))
-	if err == nil && remaining == 0 {
-		// The caches hold none: the finalizer goes only when the API server agrees (a child
-		// written just before the deletion may not have reached them yet).
-		remaining, err = r.deleteChildren(ctx, ms, r.live(), revision.ListOptions(ms.Namespace, ms.Name))
+	// The caches first: a pass woken by the deletion of a child that waits on a finalizer (or by
+	// its pods) reads nothing from the API server while the caches still hold it.
+	remaining, deleted, err := r.deleteChildren(ctx, ms, r.children(), r.revisionsOf(ms))
+	if err == nil && remaining == deleted {
+		// The caches hold no child but those this pass deleted, gone at once unless one waits on
+		// a finalizer: the finalizer goes only when the API server agrees (a child written just
+		// before the deletion may not have reached the caches yet). Asked now, not at the
+		// deletions' watch events, the serving goes in this pass.
+		remaining, _, err = r.deleteChildren(ctx, ms, r.live(), revision.ListOptions(ms.Namespace, ms.Name))
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -1137,11 +1169,11 @@ func (r *Reconciler) childrenOf(ctx context.Context, ms *v1.ModelServing, from c
 }
 
 // deleteChildren deletes the serving's children that from holds and that are not being deleted
-// yet, and counts those of them still there.
-func (r *Reconciler) deleteChildren(ctx context.Context, ms *v1.ModelServing, from client.Reader, listRevisions []client.ListOption) (remaining int, err error) {
+// yet, and counts those of them it held (remaining) and those it deleted now.
+func (r *Reconciler) deleteChildren(ctx context.Context, ms *v1.ModelServing, from client.Reader, listRevisions []client.ListOption) (remaining, deleted int, err error) {
 	named, revisions, err := r.childrenOf(ctx, ms, from, listRevisions)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	found := revisions
 	for _, child := range named {
@@ -1149,7 +1181,7 @@ func (r *Reconciler) deleteChildren(ctx context.Context, ms *v1.ModelServing, fr
 			if apierrors.IsNotFound(err) || lwsMissing(err) {
 				continue // gone, or a LeaderWorkerSet that cannot exist (its CRD is gone)
 			}
-			return 0, err
+			return 0, 0, err
 		}
 		found = append(found, child)
 	}
@@ -1160,12 +1192,13 @@ func (r *Reconciler) deleteChildren(ctx context.Context, ms *v1.ModelServing, fr
 		remaining++
 		if child.GetDeletionTimestamp().IsZero() {
 			if err := r.Client.Delete(ctx, child, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-				return 0, fmt.Errorf("delete %s: %w", child.GetName(), err)
+				return 0, 0, fmt.Errorf("delete %s: %w", child.GetName(), err)
 			}
+			deleted++
 			r.Failpoints.Hit("finalize-after-delete", client.ObjectKeyFromObject(ms).String())
 		}
 	}
-	return remaining, nil
+	return remaining, deleted, nil
 }
 
 // release removes the serving's owner reference from its children, as the garbage collector
@@ -1207,6 +1240,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, ms *v1.ModelServing) (
 	if err := r.Client.Patch(ctx, ms, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
+	r.released.Store(client.ObjectKeyFromObject(ms), ms.UID)
 	r.Metrics.forget(client.ObjectKeyFromObject(ms))
 	return ctrl.Result{}, nil
 }

@@ -24,17 +24,21 @@ import (
 // the highest priority first; an item added again with a higher priority is raised).
 var bulkPriority = handler.LowPriority
 
-// goingAway reports whether the serving is being deleted or is gone, or its namespace is being
-// deleted, as the cache sees it. A namespace deleted with hundreds of servings in it loses their
+// servingQueue says how an event of a serving's child or pod queues the serving: not at all when
+// the cache holds no such serving (one deleted: its pods and children go on changing for seconds
+// after it is gone, and a pass would only find it gone; a serving the cache has not seen yet is
+// queued by its own creation), and at the bulk priority when it is going away: being deleted, or
+// its namespace being deleted. A namespace deleted with hundreds of servings in it loses their
 // pods while the servings still stand (the namespace controller deletes every kind at once, and a
 // serving waits for its finalizer): those servings are going away before their own deletion
 // reaches them.
-func goingAway(ctx context.Context, cache client.Reader, key types.NamespacedName) bool {
+func servingQueue(ctx context.Context, cache client.Reader, key types.NamespacedName) (queue, bulk bool) {
 	ms := &v1.ModelServing{}
 	if err := cache.Get(ctx, key, ms); err != nil {
-		return client.IgnoreNotFound(err) == nil
+		// Gone, or unreadable: a serving that cannot be read is still queued, at the bulk priority.
+		return client.IgnoreNotFound(err) != nil, true
 	}
-	return !ms.DeletionTimestamp.IsZero() || namespaceDeleted(ctx, cache, key.Namespace)
+	return true, !ms.DeletionTimestamp.IsZero() || namespaceDeleted(ctx, cache, key.Namespace)
 }
 
 // namespaceDeleted reports whether the namespace is being deleted, from its metadata in the
@@ -91,15 +95,18 @@ func servingEvents(echo func(client.Object) bool) handler.EventHandler {
 
 // mappedToServing enqueues the servings an object of another kind maps to (both the old and the
 // new object of an update, as handler.EnqueueRequestsFromMapFunc does), at the bulk priority for
-// a serving that is going away.
+// a serving that is going away, and none that the cache does not hold (see servingQueue).
 func mappedToServing(cache client.Reader, toServings handler.MapFunc) handler.EventHandler {
 	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
 		seen := map[reconcile.Request]bool{}
 		for _, o := range objs {
 			for _, req := range toServings(ctx, o) {
-				if !seen[req] {
-					seen[req] = true
-					enqueue(q, goingAway(ctx, cache, req.NamespacedName), req)
+				if seen[req] {
+					continue
+				}
+				seen[req] = true
+				if queue, bulk := servingQueue(ctx, cache, req.NamespacedName); queue {
+					enqueue(q, bulk, req)
 				}
 			}
 		}
