@@ -919,9 +919,10 @@ func rollout(ctx context.Context, s side, ns, name, image string) (time.Duration
 
 // phases are where an idle recovery's or rollout's time went, each from its start, stamped when
 // the harness's watch delivered the change that made it hold: the first new pod, every pod new
-// and Ready, the top object Ready.
+// (made, not yet Ready: since session 20, to tell the group's making from its pods' start), every
+// pod new and Ready, the top object Ready.
 type phases struct {
-	firstNew, podsReady, top time.Duration
+	firstNew, podsNew, podsReady, top time.Duration
 }
 
 // timedByWatch watches the pods of the set name and its top object, does act, and returns how
@@ -972,7 +973,7 @@ func timedByWatch(ctx context.Context, s side, ns, name string, timeout time.Dur
 		case client.Object:
 			top = o
 		}
-		done, live := true, 0
+		done, made, live := true, true, 0
 		for _, p := range pods {
 			if p.DeletionTimestamp != nil {
 				continue
@@ -981,7 +982,11 @@ func timedByWatch(ctx context.Context, s side, ns, name string, timeout time.Dur
 			if isNew(p) && ph.firstNew == 0 {
 				ph.firstNew = at
 			}
+			made = made && isNew(p)
 			done = done && isNew(p) && podReady(p)
+		}
+		if made && live == want && ph.podsNew == 0 {
+			ph.podsNew = at
 		}
 		if !done || live != want {
 			continue
@@ -1651,6 +1656,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			at   func(phases) time.Duration
 		}{
 			{"its first new pod seen", func(p phases) time.Duration { return p.firstNew }},
+			{"every pod new (made, not yet Ready)", func(p phases) time.Duration { return p.podsNew }},
 			{"every pod new and Ready", func(p phases) time.Duration { return p.podsReady }},
 			{"→ the top object Ready, after its pods", func(p phases) time.Duration { return p.top - p.podsReady }},
 		} {
