@@ -10,7 +10,7 @@
 # The exit code is 0 only when every part passed; a summary line says which did not.
 #
 # Environment: KUBEBUILDER_ASSETS (required: the control-plane binaries, hack/build-control-plane.sh),
-# GO_TEST_FLAGS (default -count=1 -timeout 30m), FUZZ_TIME (default 10s).
+# GO_TEST_FLAGS (default -count=1 -timeout 30m), FUZZ_TIME (default 5000x: a count of executions, see the Makefile).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${KUBEBUILDER_ASSETS:?set KUBEBUILDER_ASSETS to the control-plane binaries (hack/build-control-plane.sh prints their directory)}"
