@@ -24,8 +24,9 @@ import (
 
 // deletedServing is a serving with our finalizer and its three children (LeaderWorkerSet, Service,
 // one revision), as both the API server (live) and the children cache hold them; the serving is
-// then deleted on the API server, and withFinalizer, if set, holds the Service there.
-func deletedServing(t *testing.T, withFinalizer string) (r *Reconciler, live client.Client, ms *v1.ModelServing, calls *int) {
+// then deleted on the API server, and withFinalizer, if set, holds the Service there (added after
+// the cache's copy). calls counts the requests to the API server, reads those that read a child.
+func deletedServing(t *testing.T, withFinalizer string) (r *Reconciler, live client.Client, ms *v1.ModelServing, calls, reads *int) {
 	t.Helper()
 	ms = fixtures.Serving("qwen", "ns").Obj()
 	ms.UID = "uid-1"
@@ -42,22 +43,31 @@ func deletedServing(t *testing.T, withFinalizer string) (r *Reconciler, live cli
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, o := range []client.Object{lws, svc, rev} {
+		o.SetResourceVersion("5")
+	}
 	children := func() []client.Object { return []client.Object{lws.DeepCopy(), svc.DeepCopy(), rev.DeepCopy()} }
 	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(append(children(), ms.DeepCopy())...).Build()
 	liveObjs := children()
 	if withFinalizer != "" {
+		// Added after the cache's copy (a real API server moves the resourceVersion with it).
 		liveObjs[1].SetFinalizers([]string{withFinalizer})
+		liveObjs[1].SetResourceVersion("6")
 	}
-	calls = new(int)
+	calls, reads = new(int), new(int)
 	count := func() { *calls++ }
 	live = fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(append(liveObjs, ms.DeepCopy())...).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 				count()
+				if _, serving := obj.(*v1.ModelServing); !serving {
+					*reads++
+				}
 				return c.Get(ctx, key, obj, opts...)
 			},
 			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 				count()
+				*reads++
 				return c.List(ctx, list, opts...)
 			},
 			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
@@ -75,19 +85,24 @@ func deletedServing(t *testing.T, withFinalizer string) (r *Reconciler, live cli
 	if err := live.Get(context.Background(), client.ObjectKeyFromObject(ms), ms); err != nil {
 		t.Fatal(err)
 	}
-	return &Reconciler{Client: live, Live: live, Children: cache, Clock: clock.RealClock{}}, live, ms, calls
+	return &Reconciler{Client: live, Live: live, Children: cache, Clock: clock.RealClock{}}, live, ms, calls, reads
 }
 
 // A deleted serving whose children go at once (none waits on a finalizer) is let go in the pass
-// that deletes them, whatever the children cache still holds: the pass asks the API server then,
-// rather than waiting for the deletions' watch events to bring another pass (about 10 passes a
-// deleted serving, one per event of its children and pods).
+// that deletes them, whatever the children cache still holds, rather than waiting for the
+// deletions' watch events to bring another pass (about 10 passes a deleted serving, one per event
+// of its children and pods). With every child deleted at the version the cache holds, without a
+// finalizer, and none made by this process missing from the cache, it reads nothing from the API
+// server: three deletions and the finalizer's removal.
 func TestADeletedServingGoesInThePassThatDeletesItsChildren(t *testing.T) {
-	r, live, ms, calls := deletedServing(t, "")
+	r, live, ms, calls, reads := deletedServing(t, "")
 	ctx := context.Background()
 	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(ms)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if *reads != 0 {
+		t.Errorf("the pass read %d children from the API server; want none", *reads)
 	}
 	if res.RequeueAfter != 0 {
 		t.Errorf("the pass asks to look again in %s; want the serving let go in this pass", res.RequeueAfter)
@@ -117,7 +132,7 @@ func TestADeletedServingGoesInThePassThatDeletesItsChildren(t *testing.T) {
 
 // A child that waits on a finalizer keeps the serving: the pass deletes it and looks again later.
 func TestADeletedServingWaitsForAChildHeldByAFinalizer(t *testing.T) {
-	r, live, ms, _ := deletedServing(t, "test.kubectl-llm.dev/hold")
+	r, live, ms, _, _ := deletedServing(t, "test.kubectl-llm.dev/hold")
 	ctx := context.Background()
 	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(ms)})
 	if err != nil {
@@ -133,5 +148,36 @@ func TestADeletedServingWaitsForAChildHeldByAFinalizer(t *testing.T) {
 	svc := &corev1.Service{}
 	if err := live.Get(ctx, types.NamespacedName{Namespace: "ns", Name: naming.ServiceName("qwen")}, svc); err != nil || svc.DeletionTimestamp.IsZero() {
 		t.Errorf("the held Service: %v, deletionTimestamp %v; want it being deleted", err, svc.DeletionTimestamp)
+	}
+}
+
+// A child this process made that the children cache has not seen yet (its creation's event still
+// on its way) is read from the API server: the pass deletes it there and keeps the serving until
+// it is gone. Once the cache holds what was made, nothing is left to read.
+func TestADeletedServingWaitsForAChildTheCacheHasNotSeen(t *testing.T) {
+	r, live, ms, _, reads := deletedServing(t, "")
+	ctx := context.Background()
+	key := client.ObjectKeyFromObject(ms)
+	made := &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "qwen-decode", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: v1.GroupVersion.String(), Kind: "ModelServing", Name: ms.Name, UID: ms.UID, Controller: new(true)}}}}
+	if err := live.Create(ctx, made); err != nil {
+		t.Fatal(err)
+	}
+	r.unseen.made(key, childKey{"LeaderWorkerSet", client.ObjectKeyFromObject(made)})
+	ms.Spec.Roles = []v1.RoleSpec{{Name: "decode"}} // so that the serving's children include it
+	if _, err := r.finalize(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	if *reads == 0 {
+		t.Error("the pass read nothing from the API server with a child made and not yet in the cache")
+	}
+	if err := live.Get(ctx, client.ObjectKeyFromObject(made), &lwsv1.LeaderWorkerSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the child the cache had not seen is still there (err %v); want it deleted", err)
+	}
+	if err := live.Get(ctx, key, &v1.ModelServing{}); err != nil {
+		t.Errorf("the serving went in the pass that found a child the cache had not seen (err %v); want it kept until the next", err)
+	}
+	if r.unseen.any(ctx, key, r.Children) {
+		t.Error("the deleted child is still remembered as made and unseen")
 	}
 }

@@ -121,6 +121,9 @@ type Reconciler struct {
 	// released remembers the servings whose finalizer this process removed (their UID), until
 	// a pass finds them gone: a pass queued before the cache saw the removal does nothing.
 	released sync.Map // types.NamespacedName -> types.UID
+	// unseen remembers the children this process made that the caches have not been found to
+	// hold yet (see finalize).
+	unseen unseenChildren
 	// noLeaderSetRead logs once that StatefulSets cannot be read (see leaderSetUnsettled).
 	noLeaderSetRead sync.Once
 	// indexed: the caches index pods and ControllerRevisions by their serving (servingIndex).
@@ -130,7 +133,16 @@ type Reconciler struct {
 	services *serviceMaker
 	// ServiceCreators is how many Services are created at once; DefaultServiceCreators when 0.
 	ServiceCreators int
+	// PodEventBatch is how long the pass a pod's creation or update queues waits, so that the
+	// events of a group's pods within it make one pass (see mappedToServing);
+	// DefaultPodEventBatch when 0, none when negative.
+	PodEventBatch time.Duration
 }
+
+// DefaultPodEventBatch is how long a pod's event waits before the pass it queues: a group's
+// restart or rollout is tens of pod events within a second, and a serving's status moves with its
+// LeaderWorkerSet's (queued at once) anyway.
+const DefaultPodEventBatch = 100 * time.Millisecond
 
 // observed is everything one pass reads.
 type observed struct {
@@ -394,6 +406,7 @@ func (r *Reconciler) observe(ctx context.Context, ms *v1.ModelServing) (*observe
 	if err := r.children().List(ctx, revs, r.revisionsOf(ms)...); err != nil {
 		return nil, false, fmt.Errorf("list ControllerRevisions of %s: %w", key, err)
 	}
+	r.unseen.any(ctx, key, r.children()) // drops the children made here that the caches hold by now
 	for i := range revs.Items {
 		rev := &revs.Items[i]
 		own, err := r.claim(ctx, ms, rev)
@@ -651,6 +664,7 @@ func (r *Reconciler) prune(ctx context.Context, obs *observed, in *intent) error
 		if err := r.Client.Delete(ctx, &rev); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("prune ControllerRevision %s: %w", rev.Name, err)
 		}
+		r.unseen.drop(client.ObjectKeyFromObject(obs.serving), childKey{"ControllerRevision", client.ObjectKeyFromObject(&rev)})
 		r.Failpoints.Hit("after-prune", client.ObjectKeyFromObject(obs.serving).String())
 	}
 	return nil
@@ -665,6 +679,7 @@ func (r *Reconciler) record(ctx context.Context, obs *observed, in *intent) erro
 		if err := r.beforeWrite(ctx); err != nil {
 			return err
 		}
+		r.unseen.made(client.ObjectKeyFromObject(obs.serving), childKey{"ControllerRevision", client.ObjectKeyFromObject(in.createRevision)})
 		switch err := r.Client.Create(ctx, in.createRevision); {
 		case apierrors.IsAlreadyExists(err):
 			// The cache has not seen our own earlier create yet.
@@ -746,6 +761,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.rolloutStart.Delete(key)
 	r.echoes.forget(key)
 	r.released.Delete(key)
+	r.unseen.forget(key)
 	if r.services != nil {
 		r.services.forget(key)
 	}
@@ -784,6 +800,8 @@ func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, 
 		desired.WithResourceVersion(live.ResourceVersion)
 	} else if err := r.beforeWrite(ctx); err != nil {
 		return err
+	} else {
+		r.unseen.made(servingKeyOf(key), ck) // before the create: a deletion meanwhile asks the API server
 	}
 	if err := r.apply(ctx, desired, "LeaderWorkerSet", key); err != nil {
 		return err
@@ -818,6 +836,8 @@ func (r *Reconciler) applyService(ctx context.Context, ms *v1.ModelServing, live
 	}
 	if live != nil {
 		desired.WithResourceVersion(live.ResourceVersion) // as for the LWS
+	} else {
+		r.unseen.made(servingKeyOf(types.NamespacedName{Namespace: key.Namespace, Name: naming.ServingOfService(key.Name)}), ck)
 	}
 	if err := r.apply(ctx, desired, "Service", key); err != nil {
 		return err
@@ -1126,13 +1146,21 @@ func (r *Reconciler) finalize(ctx context.Context, ms *v1.ModelServing) (ctrl.Re
 	}
 	// The caches first: a pass woken by the deletion of a child that waits on a finalizer (or by
 	// its pods) reads nothing from the API server while the caches still hold it.
-	remaining, deleted, err := r.deleteChildren(ctx, ms, r.children(), r.revisionsOf(ms))
-	if err == nil && remaining == deleted {
-		// The caches hold no child but those this pass deleted, gone at once unless one waits on
-		// a finalizer: the finalizer goes only when the API server agrees (a child written just
-		// before the deletion may not have reached the caches yet). Asked now, not at the
-		// deletions' watch events, the serving goes in this pass.
-		remaining, _, err = r.deleteChildren(ctx, ms, r.live(), revision.ListOptions(ms.Namespace, ms.Name))
+	cached, err := r.deleteChildren(ctx, ms, r.children(), r.revisionsOf(ms), true)
+	remaining := cached.held
+	if err == nil && cached.held == cached.deleted {
+		// The caches hold no child but those this pass deleted. Each went at once when the caches'
+		// copy, the one the deletion was conditioned on, had no finalizer; and the caches miss
+		// none when every child this process made is in them (another process's, made in the
+		// moment before the deletion, the garbage collector takes after the serving). Otherwise
+		// the API server is asked now, not at the deletions' watch events: the serving goes in
+		// this pass either way.
+		remaining = 0
+		if cached.goneAtOnce < cached.deleted || r.unseen.any(ctx, client.ObjectKeyFromObject(ms), r.children()) {
+			var now childCount
+			now, err = r.deleteChildren(ctx, ms, r.live(), revision.ListOptions(ms.Namespace, ms.Name), false)
+			remaining = now.held
+		}
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -1168,12 +1196,20 @@ func (r *Reconciler) childrenOf(ctx context.Context, ms *v1.ModelServing, from c
 	return named, revisions, nil
 }
 
+// childCount counts what deleteChildren found and did: the serving's children it held (held),
+// those of them it deleted (deleted), and of those the ones known gone at once (goneAtOnce).
+type childCount struct{ held, deleted, goneAtOnce int }
+
 // deleteChildren deletes the serving's children that from holds and that are not being deleted
-// yet, and counts those of them it held (remaining) and those it deleted now.
-func (r *Reconciler) deleteChildren(ctx context.Context, ms *v1.ModelServing, from client.Reader, listRevisions []client.ListOption) (remaining, deleted int, err error) {
+// yet. With exact, each deletion is conditioned on the resourceVersion read (from a cache): a
+// child changed since, a finalizer added by someone say, is not deleted by this pass but counted
+// held and deleted and not gone (the caller then asks the API server). A child deleted at the
+// version read with no finalizer on it is gone at once (background propagation adds none).
+func (r *Reconciler) deleteChildren(ctx context.Context, ms *v1.ModelServing, from client.Reader, listRevisions []client.ListOption, exact bool) (childCount, error) {
+	var out childCount
 	named, revisions, err := r.childrenOf(ctx, ms, from, listRevisions)
 	if err != nil {
-		return 0, 0, err
+		return out, err
 	}
 	found := revisions
 	for _, child := range named {
@@ -1181,7 +1217,7 @@ func (r *Reconciler) deleteChildren(ctx context.Context, ms *v1.ModelServing, fr
 			if apierrors.IsNotFound(err) || lwsMissing(err) {
 				continue // gone, or a LeaderWorkerSet that cannot exist (its CRD is gone)
 			}
-			return 0, 0, err
+			return out, err
 		}
 		found = append(found, child)
 	}
@@ -1189,16 +1225,49 @@ func (r *Reconciler) deleteChildren(ctx context.Context, ms *v1.ModelServing, fr
 		if ownership(ms, child) != childOurs {
 			continue // not ours
 		}
-		remaining++
-		if child.GetDeletionTimestamp().IsZero() {
-			if err := r.Client.Delete(ctx, child, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-				return 0, 0, fmt.Errorf("delete %s: %w", child.GetName(), err)
-			}
-			deleted++
-			r.Failpoints.Hit("finalize-after-delete", client.ObjectKeyFromObject(ms).String())
+		out.held++
+		if !child.GetDeletionTimestamp().IsZero() {
+			continue
 		}
+		opts := []client.DeleteOption{client.PropagationPolicy(metav1.DeletePropagationBackground)}
+		if exact {
+			uid, rv := child.GetUID(), child.GetResourceVersion()
+			opts = append(opts, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		}
+		err := r.Client.Delete(ctx, child, opts...)
+		switch {
+		case apierrors.IsNotFound(err):
+			out.goneAtOnce++
+		case exact && apierrors.IsConflict(err):
+			out.deleted++ // not gone: changed since the caches' copy, the API server is asked
+			continue
+		case err != nil:
+			return out, fmt.Errorf("delete %s: %w", child.GetName(), err)
+		case len(child.GetFinalizers()) == 0:
+			out.goneAtOnce++
+		}
+		out.deleted++
+		r.unseen.drop(client.ObjectKeyFromObject(ms), childKey{kindOf(child), client.ObjectKeyFromObject(child)})
+		r.Failpoints.Hit("finalize-after-delete", client.ObjectKeyFromObject(ms).String())
 	}
-	return remaining, deleted, nil
+	return out, nil
+}
+
+// servingKeyOf is the serving a child's key (its LeaderWorkerSet's, a role's) belongs to.
+func servingKeyOf(child types.NamespacedName) types.NamespacedName {
+	return types.NamespacedName{Namespace: child.Namespace, Name: servingOfChild(child.Name)}
+}
+
+// kindOf names a child's kind for the bookkeeping of childKey.
+func kindOf(child client.Object) string {
+	switch child.(type) {
+	case *lwsv1.LeaderWorkerSet:
+		return "LeaderWorkerSet"
+	case *corev1.Service:
+		return "Service"
+	default:
+		return "ControllerRevision"
+	}
 }
 
 // release removes the serving's owner reference from its children, as the garbage collector
@@ -1283,7 +1352,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Namespaces == nil {
 		r.Namespaces = servings
 	}
-	podToServing := mappedToServing(servings, func(_ context.Context, o client.Object) []reconcile.Request {
+	batch := cmp.Or(r.PodEventBatch, DefaultPodEventBatch)
+	podToServing := mappedToServing(servings, max(batch, 0), func(_ context.Context, o client.Object) []reconcile.Request {
 		name := o.GetLabels()[v1.LabelName]
 		if name == "" {
 			return nil
@@ -1292,7 +1362,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	// FailedCreate events of our LeaderWorkerSets and their StatefulSets (the cache holds only
 	// FailedCreate events) wake the serving they are about.
-	eventToServing := mappedToServing(servings, func(_ context.Context, o client.Object) []reconcile.Request {
+	eventToServing := mappedToServing(servings, 0, func(_ context.Context, o client.Object) []reconcile.Request {
 		e, ok := o.(*corev1.Event)
 		if !ok {
 			return nil
@@ -1307,7 +1377,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// child's name that is not ours (a NameConflict) wakes the serving too when the cache holds it
 	// (every LWS, with embedded LWS); otherwise the serving looks again every conflictRecheck.
 	byName := func(serving func(string) string) handler.EventHandler {
-		return mappedToServing(servings, func(_ context.Context, o client.Object) []reconcile.Request {
+		return mappedToServing(servings, 0, func(_ context.Context, o client.Object) []reconcile.Request {
 			name := servingOfChild(serving(o.GetName()))
 			if name == "" {
 				return nil
@@ -1316,7 +1386,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})
 	}
 	// Revisions are mapped by their controller, a ModelServing.
-	ownedBy := mappedToServing(servings, func(_ context.Context, o client.Object) []reconcile.Request {
+	ownedBy := mappedToServing(servings, 0, func(_ context.Context, o client.Object) []reconcile.Request {
 		ref := metav1.GetControllerOf(o)
 		if ref == nil || ref.Kind != "ModelServing" || !strings.HasPrefix(ref.APIVersion, v1.GroupVersion.Group+"/") {
 			return nil

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,13 +58,23 @@ func namespaceDeleted(ctx context.Context, r client.Reader, name string) bool {
 }
 
 // enqueue adds the requests, at the bulk priority when low and the queue has priorities, at the
-// handler's default priority otherwise (low for the initial list and resyncs).
-func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], low bool, reqs ...reconcile.Request) {
-	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok && low {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &bulkPriority}, reqs...)
+// handler's default priority otherwise (low for the initial list and resyncs), after the delay
+// when there is one. A request already queued keeps the earlier of its two times, and one added
+// with no delay is ready at once: a delayed add never holds back a pass already due.
+func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], low bool, after time.Duration, reqs ...reconcile.Request) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok && (low || after > 0) {
+		opts := priorityqueue.AddOpts{After: after}
+		if low {
+			opts.Priority = &bulkPriority
+		}
+		pq.AddWithOpts(opts, reqs...)
 		return
 	}
 	for _, r := range reqs {
+		if after > 0 {
+			q.AddAfter(r, after)
+			continue
+		}
 		q.Add(r)
 	}
 }
@@ -72,7 +83,7 @@ func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], low bool
 // deleted, but for the update that is the echo of our own write (echo: see ownEchoes).
 func servingEvents(echo func(client.Object) bool) handler.EventHandler {
 	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		enqueue(q, !o.GetDeletionTimestamp().IsZero(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+		enqueue(q, !o.GetDeletionTimestamp().IsZero(), 0, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -96,8 +107,15 @@ func servingEvents(echo func(client.Object) bool) handler.EventHandler {
 // mappedToServing enqueues the servings an object of another kind maps to (both the old and the
 // new object of an update, as handler.EnqueueRequestsFromMapFunc does), at the bulk priority for
 // a serving that is going away, and none that the cache does not hold (see servingQueue).
-func mappedToServing(cache client.Reader, toServings handler.MapFunc) handler.EventHandler {
-	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+//
+// batch delays the pass an object's creation or update queues (its deletion's is never delayed):
+// the events that come within it make one pass. A group that restarts is some twenty pod events in
+// half a second (each pod deleted, made, scheduled, started, ready), and a pass for each only
+// recomputed the same status while the cluster was busiest; what a user or a script waits on
+// comes at once anyway (the LeaderWorkerSet's own status, queued without delay, moves with the
+// group's readiness). 0 queues every event's pass at once.
+func mappedToServing(cache client.Reader, batch time.Duration, toServings handler.MapFunc) handler.EventHandler {
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration, objs ...client.Object) {
 		seen := map[reconcile.Request]bool{}
 		for _, o := range objs {
 			for _, req := range toServings(ctx, o) {
@@ -106,23 +124,23 @@ func mappedToServing(cache client.Reader, toServings handler.MapFunc) handler.Ev
 				}
 				seen[req] = true
 				if queue, bulk := servingQueue(ctx, cache, req.NamespacedName); queue {
-					enqueue(q, bulk, req)
+					enqueue(q, bulk, after, req)
 				}
 			}
 		}
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
+			add(ctx, q, batch, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.ObjectOld, e.ObjectNew)
+			add(ctx, q, batch, e.ObjectOld, e.ObjectNew)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
+			add(ctx, q, 0, e.Object)
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
+			add(ctx, q, 0, e.Object)
 		},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -53,7 +54,7 @@ func TestPodEventsOfServingsGoingAwayWaitBehindLiveOnes(t *testing.T) {
 	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(deleting, liveOne).Build()
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
-	h := mappedToServing(cache, byLabel)
+	h := mappedToServing(cache, 0, byLabel)
 	ctx := context.Background()
 	h.Delete(ctx, event.DeleteEvent{Object: podOf("deleting")}, q)
 	h.Delete(ctx, event.DeleteEvent{Object: podOf("gone")}, q) // no such serving any more
@@ -78,7 +79,7 @@ func TestPodEventsOfAServingInANamespaceBeingDeletedAreBulk(t *testing.T) {
 	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(going, staying, inGoing, liveOne).Build()
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
-	h := mappedToServing(cache, byLabel)
+	h := mappedToServing(cache, 0, byLabel)
 	ctx := context.Background()
 	pod := podOf("a")
 	pod.Namespace = "going"
@@ -165,7 +166,7 @@ func TestOurOwnRevisionCreateQueuesNoPass(t *testing.T) {
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
 	var echoes ownEchoes
-	h := withoutCreateEchoes(&echoes, mappedToServing(cache, byLabel))
+	h := withoutCreateEchoes(&echoes, mappedToServing(cache, 0, byLabel))
 	rev := func(name, rv string) client.Object {
 		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv, Labels: map[string]string{v1.LabelName: "qwen"}}}
 	}
@@ -189,5 +190,55 @@ func TestOurOwnRevisionCreateQueuesNoPass(t *testing.T) {
 	queued("a deletion", 1)
 	if echoes.echo(rev("qwen-abc", "7")) {
 		t.Error("the deleted revision is still remembered")
+	}
+}
+
+// A pod's creation and updates queue their serving's pass after the batch, all of them one pass;
+// a pod's deletion, and any event queued without a delay (the LeaderWorkerSet's, the serving's),
+// make the pass due at once, the waiting one with it.
+func TestAGroupsPodEventsWithinTheBatchAreOnePass(t *testing.T) {
+	live := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live"}}
+	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(live).Build()
+	ctx := context.Background()
+	events := func(h handler.EventHandler, q priorityqueue.PriorityQueue[reconcile.Request]) {
+		pod := podOf("live")
+		h.Create(ctx, event.CreateEvent{Object: pod}, q)
+		for range 5 { // scheduled, started, ready...
+			h.Update(ctx, event.UpdateEvent{ObjectOld: pod, ObjectNew: pod}, q)
+		}
+	}
+
+	// A batch longer than the test: nothing is due until an event without a delay comes.
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	h := mappedToServing(cache, time.Hour, byLabel)
+	events(h, q)
+	if n := q.Len(); n != 0 {
+		t.Fatalf("%d passes due at once for a pod's creation and updates, want 0 before the batch ends", n)
+	}
+	h.Delete(ctx, event.DeleteEvent{Object: podOf("live")}, q)
+	if n := q.Len(); n != 1 {
+		t.Fatalf("%d passes due after a pod's deletion, want 1 at once", n)
+	}
+	order(t, q, 1)
+	events(h, q)
+	servingEvents((&ownEchoes{}).echo).Update(ctx, event.UpdateEvent{ObjectOld: live, ObjectNew: live}, q)
+	if n := q.Len(); n != 1 {
+		t.Fatalf("%d passes due after an event without a delay, want the waiting one, due at once", n)
+	}
+	order(t, q, 1)
+
+	// A short batch: the six events are one pass once it ends, and no second one follows.
+	q2 := priorityqueue.New[reconcile.Request]("test")
+	defer q2.ShutDown()
+	events(mappedToServing(cache, 20*time.Millisecond, byLabel), q2)
+	deadline := time.Now().Add(10 * time.Second)
+	for q2.Len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	order(t, q2, 1)
+	time.Sleep(100 * time.Millisecond)
+	if n := q2.Len(); n != 0 {
+		t.Fatalf("%d more passes after the batch's one, want none", n)
 	}
 }

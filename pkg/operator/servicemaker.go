@@ -200,6 +200,7 @@ func (m *serviceMaker) create(ctx context.Context, item serviceToMake) error {
 		return err
 	}
 	key := types.NamespacedName{Namespace: ptr.Deref(item.desired.Namespace, ""), Name: ptr.Deref(item.desired.Name, "")}
+	r.unseen.made(client.ObjectKeyFromObject(item.serving), childKey{"Service", key})
 	if err := r.apply(ctx, item.desired, "Service", key); err != nil {
 		return err
 	}
