@@ -108,12 +108,12 @@ func servingEvents(echo func(client.Object) bool) handler.EventHandler {
 // new object of an update, as handler.EnqueueRequestsFromMapFunc does), at the bulk priority for
 // a serving that is going away, and none that the cache does not hold (see servingQueue).
 //
-// batch delays the pass an object's creation or update queues (its deletion's is never delayed):
-// the events that come within it make one pass. A group that restarts is some twenty pod events in
+// batch delays the pass an object's creation or update queues (its deletion's is never delayed,
+// nor a pod's turning Ready or not Ready): the events that come within it make one pass. A group that restarts is some twenty pod events in
 // half a second (each pod deleted, made, scheduled, started, ready), and a pass for each only
 // recomputed the same status while the cluster was busiest; what a user or a script waits on
-// comes at once anyway (the LeaderWorkerSet's own status, queued without delay, moves with the
-// group's readiness). 0 queues every event's pass at once.
+// comes at once anyway (a pod's readiness, and the LeaderWorkerSet's own status, queued without
+// delay). 0 queues every event's pass at once.
 func mappedToServing(cache client.Reader, batch time.Duration, toServings handler.MapFunc) handler.EventHandler {
 	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration, objs ...client.Object) {
 		seen := map[reconcile.Request]bool{}
@@ -134,7 +134,11 @@ func mappedToServing(cache client.Reader, batch time.Duration, toServings handle
 			add(ctx, q, batch, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, batch, e.ObjectOld, e.ObjectNew)
+			after := batch
+			if readinessChanged(e.ObjectOld, e.ObjectNew) {
+				after = 0
+			}
+			add(ctx, q, after, e.ObjectOld, e.ObjectNew)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(ctx, q, 0, e.Object)
@@ -143,6 +147,25 @@ func mappedToServing(cache client.Reader, batch time.Duration, toServings handle
 			add(ctx, q, 0, e.Object)
 		},
 	}
+}
+
+// readinessChanged reports whether an update turned a pod Ready or not Ready: the serving's
+// readiness may move with it, and its pass is not batched (the serving's Ready would otherwise
+// wait for the LeaderWorkerSet's status, one write later).
+func readinessChanged(old, cur client.Object) bool {
+	o, ok1 := old.(*corev1.Pod)
+	c, ok2 := cur.(*corev1.Pod)
+	return ok1 && ok2 && podReady(o) != podReady(c)
+}
+
+// podReady reports the pod's Ready condition.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // withoutCreateEchoes passes the events of h on but for the creation of an object our own create

@@ -194,8 +194,8 @@ func TestOurOwnRevisionCreateQueuesNoPass(t *testing.T) {
 }
 
 // A pod's creation and updates queue their serving's pass after the batch, all of them one pass;
-// a pod's deletion, and any event queued without a delay (the LeaderWorkerSet's, the serving's),
-// make the pass due at once, the waiting one with it.
+// a pod's deletion, its turning Ready or not Ready, and any event queued without a delay (the
+// LeaderWorkerSet's, the serving's), make the pass due at once, the waiting one with it.
 func TestAGroupsPodEventsWithinTheBatchAreOnePass(t *testing.T) {
 	live := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live"}}
 	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(live).Build()
@@ -225,6 +225,19 @@ func TestAGroupsPodEventsWithinTheBatchAreOnePass(t *testing.T) {
 	servingEvents((&ownEchoes{}).echo).Update(ctx, event.UpdateEvent{ObjectOld: live, ObjectNew: live}, q)
 	if n := q.Len(); n != 1 {
 		t.Fatalf("%d passes due after an event without a delay, want the waiting one, due at once", n)
+	}
+	order(t, q, 1)
+	notReady := podOf("live")
+	ready := notReady.DeepCopy()
+	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	h.Update(ctx, event.UpdateEvent{ObjectOld: notReady, ObjectNew: ready}, q)
+	if n := q.Len(); n != 1 {
+		t.Fatalf("%d passes due after a pod turned Ready, want 1 at once", n)
+	}
+	order(t, q, 1)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: ready, ObjectNew: notReady}, q)
+	if n := q.Len(); n != 1 {
+		t.Fatalf("%d passes due after a pod turned not Ready, want 1 at once", n)
 	}
 	order(t, q, 1)
 
