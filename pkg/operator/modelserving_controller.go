@@ -139,9 +139,9 @@ type Reconciler struct {
 	PodEventBatch time.Duration
 }
 
-// DefaultPodEventBatch is how long a pod's event waits before the pass it queues: a group's
-// restart or rollout is tens of pod events within a second, and a serving's status moves with its
-// LeaderWorkerSet's (queued at once) anyway.
+// DefaultPodEventBatch is how long a pod's creation or update waits before the pass it queues: a
+// group's restart or rollout is tens of pod events within a second. A pod's deletion, or its
+// moving into or out of Ready, queues at once (see mappedToServing).
 const DefaultPodEventBatch = 100 * time.Millisecond
 
 // observed is everything one pass reads.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/status"
 )
 
 // Queue priorities. A serving that is going away (deleted, its finalizer still on, or already
@@ -108,12 +109,12 @@ func servingEvents(echo func(client.Object) bool) handler.EventHandler {
 // new object of an update, as handler.EnqueueRequestsFromMapFunc does), at the bulk priority for
 // a serving that is going away, and none that the cache does not hold (see servingQueue).
 //
-// batch delays the pass an object's creation or update queues (its deletion's is never delayed,
-// nor a pod's turning Ready or not Ready): the events that come within it make one pass. A group that restarts is some twenty pod events in
-// half a second (each pod deleted, made, scheduled, started, ready), and a pass for each only
-// recomputed the same status while the cluster was busiest; what a user or a script waits on
-// comes at once anyway (a pod's readiness, and the LeaderWorkerSet's own status, queued without
-// delay). 0 queues every event's pass at once.
+// batch delays the pass an object's creation or update queues (never its deletion's, nor a pod's
+// moving into or out of Ready): the events that come within it make one pass. A group that
+// restarts is some twenty pod events in half a second (each pod deleted, made, scheduled, started,
+// ready), and a pass for each only recomputed the same status while the cluster was busiest; what
+// a user or a script waits on comes at once anyway (a pod's readiness, and the LeaderWorkerSet's
+// own status, queued without delay). 0 queues every event's pass at once.
 func mappedToServing(cache client.Reader, batch time.Duration, toServings handler.MapFunc) handler.EventHandler {
 	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration, objs ...client.Object) {
 		seen := map[reconcile.Request]bool{}
@@ -149,23 +150,19 @@ func mappedToServing(cache client.Reader, batch time.Duration, toServings handle
 	}
 }
 
-// readinessChanged reports whether an update turned a pod Ready or not Ready: the serving's
-// readiness may move with it, and its pass is not batched (the serving's Ready would otherwise
-// wait for the LeaderWorkerSet's status, one write later).
+// readinessChanged reports whether an update moved a pod into or out of Ready as the serving's
+// status counts it (status.ClassifyPod): the serving's readiness may move with it, so its pass is
+// not batched (the serving's Ready would otherwise wait for the LeaderWorkerSet's status, one
+// write later).
 func readinessChanged(old, cur client.Object) bool {
 	o, ok1 := old.(*corev1.Pod)
 	c, ok2 := cur.(*corev1.Pod)
-	return ok1 && ok2 && podReady(o) != podReady(c)
+	return ok1 && ok2 && counted(o) != counted(c)
 }
 
-// podReady reports the pod's Ready condition.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+func counted(p *corev1.Pod) bool {
+	state, _ := status.ClassifyPod(p)
+	return state == status.PodReady
 }
 
 // withoutCreateEchoes passes the events of h on but for the creation of an object our own create
