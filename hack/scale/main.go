@@ -324,7 +324,7 @@ func run(n, reps, nodes int, only string) (err error) {
 	if disagg {
 		return runDisagg(ctx, cluster, bin, dir, reps, os.Stdout)
 	}
-	sides := []side{lwsAlone(cluster), kubectlLLM(cluster, bin, dir)}
+	sides := []side{lwsAlone(cluster, dir), kubectlLLM(cluster, bin, dir)}
 	got := map[string][]*results{}
 	for round := 0; round < rounds; round++ {
 		for _, s := range roundOrder(sides, round) {
@@ -1082,7 +1082,9 @@ func servingSpec(ns, name string, replicas, size int32, image string) *v1.ModelS
 	}
 }
 
-func lwsAlone(cluster *sim.Cluster) side {
+// lwsAlone is the upstream manager's side. Its log is copied into the run's directory when it
+// stops, beside the operator's, since the cluster's directory goes with the cluster.
+func lwsAlone(cluster *sim.Cluster, dir string) side {
 	s := side{name: "lws"}
 	var upstream *sim.UpstreamLWS
 	s.metrics = func(ctx context.Context) map[string]float64 {
@@ -1099,7 +1101,12 @@ func lwsAlone(cluster *sim.Cluster) side {
 			return 0, nil, err
 		}
 		upstream = u
-		return u.Pid, func() { _ = u.Stop(context.Background()) }, nil
+		return u.Pid, func() {
+			_ = u.Stop(context.Background())
+			if b, err := os.ReadFile(u.Log); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, "lws-upstream.log"), b, 0o644)
+			}
+		}, nil
 	}
 	// The ModelServing as the API server defaults it, asked once per shape (a dry run) rather
 	// than in each create: the burst's loop makes one request per object on both sides, so that
@@ -1798,11 +1805,14 @@ func sumRequests(m map[string]float64, keep func(string) bool) float64 {
 }
 
 // printRequests is the table of API requests per burst object by verb and resource, both sides,
-// and per deleted object while half the burst is deleted one at a time.
+// and per deleted object while half the burst is deleted one at a time and while the other half
+// goes with its namespace.
 func printRequests(w *os.File, lws, llm *results) {
 	requestTable(w, "API requests per burst object", lws, llm, func(r *results) map[string]float64 { return r.requests })
 	requestTable(w, fmt.Sprintf("API requests per deleted object while half the burst is deleted one at a time, %g a second (the cases' too)", deleteRate),
 		lws, llm, func(r *results) map[string]float64 { return r.byObject.requests })
+	requestTable(w, "API requests per deleted object while the other half goes with its namespace (the cases' too)",
+		lws, llm, func(r *results) map[string]float64 { return r.byNamespace.requests })
 	printWaits(w, lws, llm)
 }
 
@@ -1856,6 +1866,8 @@ func printWaits(w *os.File, lws, llm *results) {
 	waitTable(w, "during the burst", lws, llm, func(r *results) map[string]time.Duration { return r.apiWait })
 	waitTable(w, fmt.Sprintf("while half the burst is deleted one at a time, %g a second", deleteRate), lws, llm,
 		func(r *results) map[string]time.Duration { return r.byObject.apiWait })
+	waitTable(w, "while the other half goes with its namespace", lws, llm,
+		func(r *results) map[string]time.Duration { return r.byNamespace.apiWait })
 }
 
 // waitTable prints one table of printWaits, of the waits of each side that of gives.

@@ -294,11 +294,9 @@ func setupEmbeddedLWS(mgr manager.Manager, o WebhookOptions, certs *webhookCerts
 	}
 	rec := mgr.GetEventRecorder("leaderworkerset")
 	c := lwsClient(mgr.GetClient(), mgr.GetAPIReader(), fp)
-	if err := lwscontrollers.NewLeaderWorkerSetReconciler(c, mgr.GetScheme(), rec).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("LWS controller: %w", err)
-	}
-	if err := lwscontrollers.NewPodReconciler(c, mgr.GetScheme(), rec, nil).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("LWS pod controller: %w", err)
+	if err := setupLWSControllers(mgr, lwscontrollers.NewLeaderWorkerSetReconciler(c, mgr.GetScheme(), rec),
+		lwscontrollers.NewPodReconciler(c, mgr.GetScheme(), rec, nil)); err != nil {
+		return fmt.Errorf("LWS controllers: %w", err)
 	}
 	registerWebhooks := func() error {
 		if err := lwswebhooks.SetupLeaderWorkerSetWebhook(mgr); err != nil {

@@ -68,26 +68,39 @@ func TestPodEventsOfServingsGoingAwayWaitBehindLiveOnes(t *testing.T) {
 	}
 }
 
-// A namespace deleted with servings in it loses their pods before the servings' own deletion
-// reaches them: those pods' events are bulk too, behind a live serving's of another namespace.
-func TestPodEventsOfAServingInANamespaceBeingDeletedAreBulk(t *testing.T) {
+// A namespace deleted with servings in it loses their pods and children before the servings' own
+// deletion reaches them: those events queue nothing (the serving's pass would only wait for its
+// own deletion, whose event queues it, and a deleted serving there lets go at once), so that a
+// namespace of hundreds going makes no pass per pod event, while a live serving's are queued.
+func TestEventsOfAServingInANamespaceBeingDeletedQueueNothing(t *testing.T) {
 	now := metav1.NewTime(time.Now())
 	going := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going", DeletionTimestamp: &now, Finalizers: []string{"kubernetes"}}}
 	staying := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}
 	inGoing := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "going", Name: "a"}}
+	deletedInGoing := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "going", Name: "b", DeletionTimestamp: &now, Finalizers: []string{v1.FinalizerChildren}}}
 	liveOne := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live"}}
-	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(going, staying, inGoing, liveOne).Build()
+	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(going, staying, inGoing, deletedInGoing, liveOne).Build()
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
 	h := mappedToServing(cache, 0, byLabel)
 	ctx := context.Background()
-	pod := podOf("a")
-	pod.Namespace = "going"
-	h.Delete(ctx, event.DeleteEvent{Object: pod}, q)
+	for _, name := range []string{"a", "b"} {
+		pod := podOf(name)
+		pod.Namespace = "going"
+		h.Delete(ctx, event.DeleteEvent{Object: pod}, q)
+		h.Update(ctx, event.UpdateEvent{ObjectOld: pod, ObjectNew: pod}, q)
+	}
 	h.Delete(ctx, event.DeleteEvent{Object: podOf("live")}, q)
-	names, prios := order(t, q, 2)
-	if names[0] != "live" || prios[0] != 0 || names[1] != "a" || prios[1] != bulkPriority {
-		t.Errorf("order %v, priorities %v: want the live serving first at 0, then a at the bulk priority %d", names, prios, bulkPriority)
+	if n := q.Len(); n != 1 {
+		t.Fatalf("%d servings queued, want 1: the live one, none of the namespace being deleted", n)
+	}
+	if names, _ := order(t, q, 1); names[0] != "live" {
+		t.Errorf("queued %v, want [live]", names)
+	}
+	// The serving's own events still queue it: its deletion is what its finalizer's pass needs.
+	servingEvents(func(client.Object) bool { return false }).Update(ctx, event.UpdateEvent{ObjectOld: inGoing, ObjectNew: deletedInGoing}, q)
+	if n := q.Len(); n != 1 {
+		t.Errorf("the deletion of a serving in a namespace being deleted queued %d passes, want 1", n)
 	}
 	if namespaceDeleted(ctx, cache, "missing") || namespaceDeleted(ctx, nil, "going") || !namespaceDeleted(ctx, cache, "going") {
 		t.Error("namespaceDeleted: want true only for the namespace being deleted, false for one not held and without a reader")

@@ -167,3 +167,59 @@ func TestAServingGetsItsLeaderStatefulSetFromTheEmbeddedLWS(t *testing.T) {
 		t.Errorf("serving Service: %v", err)
 	}
 }
+
+// The embedded LWS leaves a namespace being deleted alone: everything in it goes, the API server
+// makes nothing new there, and LWS's passes there only tried to make again what the namespace
+// controller had just deleted (11 StatefulSet applies per LeaderWorkerSet where LWS alone made
+// 4.6 in the scale harness). The API server here has no namespace controller: a deleted
+// namespace stays Terminating with its objects, and a LeaderWorkerSet scaled there shows whether
+// the embedded LWS still acts on it. The same scale of a LeaderWorkerSet in a live namespace,
+// made after it, shows that it acts elsewhere.
+func TestTheEmbeddedLWSLeavesANamespaceBeingDeletedAlone(t *testing.T) {
+	ctx := context.Background()
+	going, live := namespace(t), namespace(t)
+	for _, ns := range []string{going, live} {
+		testenv.Eventually(t, 30*time.Second, "the LWS webhook to answer", func() (bool, error) {
+			err := env.Client.Create(ctx, bareLWS(ns, "set"))
+			return err == nil, err
+		})
+		testenv.Eventually(t, 60*time.Second, "the leader StatefulSet in "+ns, func() (bool, error) {
+			err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "set"}, &appsv1.StatefulSet{})
+			return err == nil, err
+		})
+	}
+	if err := env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: going}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the namespace Terminating", func() (bool, error) {
+		ns := &corev1.Namespace{}
+		err := env.Client.Get(ctx, types.NamespacedName{Name: going}, ns)
+		return err == nil && !ns.DeletionTimestamp.IsZero(), err
+	})
+	// The operator's cache sees the namespace's deletion a moment after the API server.
+	time.Sleep(time.Second)
+	for _, ns := range []string{going, live} {
+		lws := &lwsv1.LeaderWorkerSet{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "set"}, lws); err != nil {
+			t.Fatal(err)
+		}
+		lws.Spec.Replicas = ptr.To[int32](2)
+		if err := env.Client.Update(ctx, lws); err != nil {
+			t.Fatalf("scale the LeaderWorkerSet in %s: %v", ns, err)
+		}
+	}
+	replicas := func(ns string) (int32, error) {
+		sts := &appsv1.StatefulSet{}
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "set"}, sts)
+		return ptr.Deref(sts.Spec.Replicas, 0), err
+	}
+	took := testenv.Eventually(t, 30*time.Second, "the live namespace's leader StatefulSet scaled", func() (bool, error) {
+		n, err := replicas(live)
+		return n == 2, err
+	})
+	t.Logf("scaled in the live namespace after %s", took)
+	time.Sleep(2 * time.Second)
+	if n, err := replicas(going); err != nil || n != 1 {
+		t.Errorf("the leader StatefulSet in the namespace being deleted has %d replicas (%v), want 1: the embedded LWS acted there", n, err)
+	}
+}
