@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -24,11 +25,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	admissionac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -443,31 +447,46 @@ func addCertRotator(mgr manager.Manager, o WebhookOptions, certs *webhookCerts, 
 	return nil
 }
 
-// webhookRepairPeriod is how often the webhook configurations are re-applied, undoing hand edits
-// (an unchanged apply writes nothing).
+// webhookRepairPeriod is how often an operator that left the webhook configurations to another
+// live operator (without leader election; see KeepWebhookConfigurations) looks whether that one
+// is still there.
 const webhookRepairPeriod = 10 * time.Second
 
-// KeepWebhookConfigurations applies the webhook configurations, then re-applies them every period
-// until ctx ends. The first apply failing is fatal (admission cannot work); later failures are
-// logged and retried.
+// webhookReapplyInterval is the least time between two applies the watch brings: someone else
+// writing the configurations over and over (a GitOps tool applying other webhooks, say) is
+// answered at most once a second, not in a hot loop.
+const webhookReapplyInterval = time.Second
+
+// KeepWebhookConfigurations applies the webhook configurations, then again whenever a watch of
+// the two shows them changed by someone else (a hand edit, a deletion, another operator's apply)
+// until ctx ends: a converged operator sends nothing (until session 22 it re-applied them every
+// 10 s, 2 GETs and 2 applies that changed nothing). The first apply failing is fatal (admission
+// cannot work); later failures are logged and retried with the next change, or after period.
 //
 // Without leader election (fence nil), configurations that call another live operator (another
 // URL, whose server holds a certificate their CA bundle verifies) are left to it: two operators
 // run without leader election, say one left running on a laptop, would otherwise point them back
-// and forth at each other every period. Once that operator is gone, the next period points them
-// here. With leader election the Lease decides: the leader takes them over at once, also from the
+// and forth at each other. While they are left to it, it looks every period whether that operator
+// is still there, and once it is gone points them here (its leaving changes nothing a watch
+// sees). With leader election the Lease decides: the leader takes them over at once, also from the
 // replica that led before and still answers while it hands them over; and fence, asked before
 // each write, keeps a leader that lost its Lease without knowing it (frozen, then resumed) from
 // taking them back.
 func KeepWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte, period time.Duration, fence func() error) error {
 	log := ctrl.Log.WithName("lws-webhooks")
+	echoes := &webhookEchoes{}
+	apply := func() error {
+		m, v, err := applyWebhookConfigurations(ctx, cs, o, caPEM)
+		echoes.wrote(m, v)
+		return err
+	}
 	leftTo := ""
 	keep := func() error {
 		if fence != nil {
 			if err := fence(); err != nil {
 				return err
 			}
-			return ApplyWebhookConfigurations(ctx, cs, o, caPEM)
+			return apply()
 		}
 		if other := servedElsewhere(ctx, cs, o); other != "" {
 			if other != leftTo {
@@ -481,23 +500,101 @@ func KeepWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o W
 			log.Info("The operator the LWS webhooks called is gone: pointing them here", "was", leftTo)
 			leftTo = ""
 		}
-		return ApplyWebhookConfigurations(ctx, cs, o, caPEM)
+		return apply()
 	}
 	if err := keep(); err != nil {
 		return err
 	}
-	t := time.NewTicker(period)
-	defer t.Stop()
+	changed, stop, err := watchWebhookConfigurations(ctx, cs, o.ConfigName, echoes)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	var failed error
+	last := time.Now()
 	for {
+		// A timer only while someone else serves them, or the last apply failed.
+		var recheck <-chan time.Time
+		if leftTo != "" || failed != nil {
+			recheck = time.After(period)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
-			if err := keep(); err != nil && ctx.Err() == nil {
-				log.Error(err, "Failed to repair the LWS webhook configurations")
-			}
+		case <-changed:
+		case <-recheck:
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Until(last.Add(webhookReapplyInterval))):
+		}
+		last = time.Now()
+		if failed = keep(); failed != nil && ctx.Err() == nil {
+			log.Error(failed, "Failed to repair the LWS webhook configurations")
 		}
 	}
+}
+
+// webhookEchoes are the resourceVersions our last applies of the two configurations returned: the
+// watch's event of an object at one of them is the echo of our own write, not a change to undo
+// (an apply that changes nothing returns the version it found, and makes no event).
+type webhookEchoes struct {
+	mu                   sync.Mutex
+	mutating, validating string
+}
+
+func (e *webhookEchoes) wrote(mutating, validating string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.mutating, e.validating = mutating, validating
+}
+
+func (e *webhookEchoes) echo(obj any) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch o := obj.(type) {
+	case *admissionv1.MutatingWebhookConfiguration:
+		return o.ResourceVersion != "" && o.ResourceVersion == e.mutating
+	case *admissionv1.ValidatingWebhookConfiguration:
+		return o.ResourceVersion != "" && o.ResourceVersion == e.validating
+	}
+	return false
+}
+
+// watchWebhookConfigurations watches our two webhook configurations (by name) and signals changed
+// on each of their events but our own writes' echoes, coalesced (a buffer of one). stop ends the
+// watches.
+func watchWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, name string, echoes *webhookEchoes) (changed <-chan struct{}, stop func(), err error) {
+	ch := make(chan struct{}, 1)
+	signal := func(obj any) {
+		if echoes.echo(obj) {
+			return
+		}
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    signal,
+		UpdateFunc: func(_, obj any) { signal(obj) },
+		DeleteFunc: func(any) { signal(nil) },
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	}))
+	for _, inf := range []toolscache.SharedIndexInformer{
+		factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer(),
+		factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer(),
+	} {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, nil, fmt.Errorf("watch the webhook configurations: %w", err)
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	factory.StartWithContext(wctx)
+	return ch, func() { cancel(); factory.Shutdown() }, nil
 }
 
 // servedElsewhere is the address every webhook of our two configurations calls when it is not
@@ -571,15 +668,24 @@ const WebhookFieldManager = "kubectl-llm-operator"
 // ApplyWebhookConfigurations server-side applies the mutating and validating webhook
 // configurations of the embedded LWS webhooks.
 func ApplyWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte) error {
+	_, _, err := applyWebhookConfigurations(ctx, cs, o, caPEM)
+	return err
+}
+
+// applyWebhookConfigurations is ApplyWebhookConfigurations, returning the resourceVersions the
+// applies returned ("" for one not applied).
+func applyWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte) (mutatingRV, validatingRV string, err error) {
 	opts := metav1.ApplyOptions{FieldManager: WebhookFieldManager, Force: true}
 	m, val := WebhookConfigurations(o, caPEM)
-	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Apply(ctx, m, opts); err != nil {
-		return webhookApplyError("MutatingWebhookConfiguration", o.ConfigName, err)
+	got, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Apply(ctx, m, opts)
+	if err != nil {
+		return "", "", webhookApplyError("MutatingWebhookConfiguration", o.ConfigName, err)
 	}
-	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Apply(ctx, val, opts); err != nil {
-		return webhookApplyError("ValidatingWebhookConfiguration", o.ConfigName, err)
+	gotV, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Apply(ctx, val, opts)
+	if err != nil {
+		return got.ResourceVersion, "", webhookApplyError("ValidatingWebhookConfiguration", o.ConfigName, err)
 	}
-	return nil
+	return got.ResourceVersion, gotV.ResourceVersion, nil
 }
 
 func webhookApplyError(kind, name string, err error) error {

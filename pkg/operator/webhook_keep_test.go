@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -121,4 +123,66 @@ func configurationsOfAnotherOperator(t *testing.T) (other *httptest.Server, cs *
 	ours = theirs
 	ours.Port = port + 1
 	return other, cs, theirs, ours, caPEM
+}
+
+// The webhook configurations are watched, not re-applied on a timer: a hand edit is undone, and a
+// deleted configuration made again, long before the period (an hour here) would. (That a converged
+// operator sends nothing is measured against a real API server, in test/integration: this fake
+// keeps no resourceVersions, so every apply looks like a change to its watch.)
+func TestHandEditedWebhookConfigurationsAreRepairedAtOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	caPEM, _, _, err := SelfSignedCerts([]string{"127.0.0.1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := fake.NewClientset()
+	o := DefaultWebhookOptions()
+	o.URLHost, o.Port = "127.0.0.1", 9443
+	done := make(chan error, 1)
+	go func() { done <- KeepWebhookConfigurations(ctx, cs, o, caPEM, time.Hour, func() error { return nil }) }()
+	mutating := func() (*admissionv1.MutatingWebhookConfiguration, error) {
+		return cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, o.ConfigName, metav1.GetOptions{})
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("the configurations applied", func() bool {
+		m, err := mutating()
+		return err == nil && len(m.Webhooks) == 2
+	})
+	// A hand edit: one webhook left, calling nowhere.
+	m, err := mutating()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := "https://127.0.0.1:1/nowhere"
+	m.Webhooks = m.Webhooks[:1]
+	m.Webhooks[0].ClientConfig.URL = &nowhere
+	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the hand edit undone", func() bool {
+		m, err := mutating()
+		return err == nil && len(m.Webhooks) == 2 && m.Webhooks[0].ClientConfig.URL != nil && *m.Webhooks[0].ClientConfig.URL != nowhere
+	})
+	// Deleted: made again.
+	if err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, o.ConfigName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the deleted configuration made again", func() bool {
+		_, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, o.ConfigName, metav1.GetOptions{})
+		return err == nil
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("KeepWebhookConfigurations: %v", err)
+	}
 }

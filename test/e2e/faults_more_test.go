@@ -603,7 +603,8 @@ func webhookVersions(t *testing.T) string {
 // twoInstancesWithoutElection: a second operator started beside the first, both without leader
 // election (two `kubectl llm operator --leader-elect=false`, say one left running on a laptop).
 // Decision: they do not fight. The webhook configurations keep calling the first, which serves
-// them (no write for longer than the repair period), the converged serving is not written, and
+// them (no write for longer than the period at which the second looks whether the first is still
+// there), the converged serving is not written, and
 // a rollout made while both run finishes with one copy of each group.
 func twoInstancesWithoutElection(t *testing.T, ns, name string) {
 	copies := watchForCopies(t, ns, name)

@@ -90,16 +90,16 @@ func hostileNeighbours(t *testing.T, ns, name string) {
 	if len(aboutThem) > 0 {
 		violation(t, "the operator made %d requests about the neighbours or lists of their kinds, the first: %s", len(aboutThem), aboutThem[0])
 	}
-	// Besides its webhook repair (4 requests every 10 s), a converged operator has nothing to ask.
+	// Besides the watch of its webhook configurations, a converged operator has nothing to ask.
 	var others []string
 	for _, r := range seen {
 		if !strings.Contains(r, "/apis/admissionregistration.k8s.io/") {
 			others = append(others, r)
 		}
 	}
-	t.Logf("%d of them besides the webhook repair", len(others))
+	t.Logf("%d of them besides the webhook configurations' watch", len(others))
 	if len(others) > 20 {
-		violation(t, "the operator made %d requests besides its webhook repair while the neighbours were made (converged, it should make almost none): %s", len(others), strings.Join(others[:10], ", "))
+		violation(t, "the operator made %d requests besides its webhook configurations' watch while the neighbours were made (converged, it should make almost none): %s", len(others), strings.Join(others[:10], ", "))
 	}
 	// A serving still rolls out among them.
 	rollout := time.Now()

@@ -65,7 +65,7 @@ func TestExclusiveTopologyAsTheOperatorsServiceAccount(t *testing.T) {
 }
 
 // The elected operator keeps the webhook configurations the install ships: a hand edit that
-// points them elsewhere, or removes them, is undone within the repair period.
+// points them elsewhere, or removes them, is undone (at once: the operator watches them).
 func TestHandEditedWebhookConfigurationsAreRepaired(t *testing.T) {
 	ctx := context.Background()
 	key := types.NamespacedName{Name: "kubectl-llm-lws"}
