@@ -669,10 +669,41 @@ func churn(ctx context.Context, s side, r *results, pid, n int, ns, burstNS stri
 	byNamespace := func() error {
 		return kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: burstNS}})
 	}
-	if r.byNamespace, err = timedThrough(ctx, s, pid, n-half, ns, image, byNamespace, nil, func() (bool, error) { return burstGone(ctx, burstNS) }); err != nil {
+	said := namespaceSays(ctx, s.name, burstNS)
+	if r.byNamespace, err = timedThrough(ctx, s, pid, n-half, ns, image, byNamespace, nil, func() (bool, error) {
+		said()
+		return burstGone(ctx, burstNS)
+	}); err != nil {
 		return fmt.Errorf("while deleted with the namespace: %w", err)
 	}
 	return nil
+}
+
+// namespaceSays returns a function that prints (on stderr) what the namespace's conditions say
+// each time it changes, with the time since the first call: where a namespace's deletion waits
+// (its pods, content with finalizers, a failed deletion and the namespace controller's backoff).
+func namespaceSays(ctx context.Context, side, name string) func() {
+	var start time.Time
+	last := ""
+	return func() {
+		if start.IsZero() {
+			start = time.Now()
+		}
+		nsObj := &corev1.Namespace{}
+		if err := kc.Get(ctx, client.ObjectKey{Name: name}, nsObj); err != nil {
+			return
+		}
+		var says []string
+		for _, c := range nsObj.Status.Conditions {
+			if c.Status == corev1.ConditionTrue {
+				says = append(says, string(c.Type)+": "+c.Message)
+			}
+		}
+		if now := strings.Join(says, "; "); now != last {
+			last = now
+			fmt.Fprintf(os.Stderr, "%s: namespace %s at +%.1fs: %s\n", side, name, time.Since(start).Seconds(), cmp.Or(now, "no condition true"))
+		}
+	}
 }
 
 // onSchedule calls do(i) for i < n, the i-th at i/rate after the first, up to 64 at once, and
