@@ -24,11 +24,13 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -684,7 +686,7 @@ func churn(ctx context.Context, s side, r *results, pid, n int, ns, burstNS stri
 // (its pods, content with finalizers, a failed deletion and the namespace controller's backoff).
 func namespaceSays(ctx context.Context, side, name string) func() {
 	var start time.Time
-	last := ""
+	last := "-" // no state yet: the first one is printed
 	return func() {
 		if start.IsZero() {
 			start = time.Now()
@@ -988,7 +990,7 @@ func timedByWatch(ctx context.Context, s side, ns, name string, timeout time.Dur
 		case ev, ok = <-podWatch.ResultChan():
 		case ev, ok = <-topWatch.ResultChan():
 		case <-ctx.Done():
-			return 0, ph, fmt.Errorf("not done after %s", timeout)
+			return 0, ph, fmt.Errorf("not done after %s: %s", timeout, stuckAt(pods, isNew, top, s))
 		}
 		at := time.Since(start)
 		if !ok || ev.Type == watch.Error {
@@ -1030,6 +1032,23 @@ func timedByWatch(ctx context.Context, s side, ns, name string, timeout time.Dur
 			return at, ph, nil
 		}
 	}
+}
+
+// stuckAt says what a timed case's watches showed last: each pod (new or old, Ready or not, being
+// deleted) and the top object (none seen since the case began, Ready or not, and its status).
+func stuckAt(pods map[types.UID]*corev1.Pod, isNew func(*corev1.Pod) bool, top client.Object, s side) string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, fmt.Sprintf("pod %s new=%v ready=%v deleting=%v node=%q phase=%s", p.Name, isNew(p), podReady(p), p.DeletionTimestamp != nil, p.Spec.NodeName, p.Status.Phase))
+	}
+	sort.Strings(out)
+	if top == nil {
+		out = append(out, "top object: no event since the case began")
+	} else {
+		st, _ := json.Marshal(reflect.ValueOf(top).Elem().FieldByName("Status").Interface())
+		out = append(out, fmt.Sprintf("top object ready=%v, status %s", s.topReady(top), st))
+	}
+	return strings.Join(out, "; ")
 }
 
 // until polls cond every 50 ms and returns how long it took from start (now when not given).
