@@ -25,6 +25,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -160,6 +161,8 @@ type results struct {
 	rss     float64
 	// rssUnrelated0 and rssUnrelated are the RSS before and after the -unrelated objects.
 	rssUnrelated0, rssUnrelated float64
+	// notRecreated counts the idle recoveries in which LWS remade only the deleted pod.
+	notRecreated int
 	// get is the -get case (kubectl-llm only).
 	get *getTimes
 	// slowest is the burst object that took longest, and when it was created and how long.
@@ -183,6 +186,9 @@ type churned struct {
 	// apiWait is what the API server says of every request meanwhile (see apiWaits): whether
 	// the cases' pods wait on an admission webhook of the controller's, say.
 	apiWait map[string]time.Duration
+	// notRecreated counts the recoveries in which LWS remade only the deleted pod (see
+	// errNotRecreated): not timed.
+	notRecreated int
 	// requests are the API requests per deleted object meanwhile, by verb and resource (every
 	// client's, the harness's deletes and the cases' too).
 	requests map[string]float64
@@ -204,6 +210,7 @@ func (c *churned) merge(rs []churned) {
 		c.recoveryPhases = append(c.recoveryPhases, r.recoveryPhases...)
 		c.rolloutPhases = append(c.rolloutPhases, r.rolloutPhases...)
 		c.deletion = append(c.deletion, r.deletion...)
+		c.notRecreated += r.notRecreated
 		cpu = append(cpu, r.cpu)
 		for k, v := range r.internals {
 			c.internals[k] += v / float64(len(rs))
@@ -369,10 +376,15 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	cases := func(rec, roll *[]time.Duration, recPh, rollPh *[]phases) error {
 		for i := 0; i < reps; i++ {
 			d, ph, err := recovery(ctx, s, ns, "rec")
-			if err != nil {
+			switch {
+			case errors.Is(err, errNotRecreated):
+				fmt.Fprintf(os.Stderr, "%s: idle recovery %d: %v\n", s.name, i+1, err)
+				r.notRecreated++
+			case err != nil:
 				return fmt.Errorf("recovery %d: %w", i+1, err)
+			default:
+				*rec, *recPh = append(*rec, d), append(*recPh, ph)
 			}
-			*rec, *recPh = append(*rec, d), append(*recPh, ph)
 			image++
 			d, ph, err = rollout(ctx, s, ns, "roll", fmt.Sprintf("engine:v%d", image))
 			if err != nil {
@@ -801,13 +813,19 @@ func timedThrough(ctx context.Context, s side, pid, objects int, ns string, imag
 	}
 	for i := 0; i < maxChurnPairs && during(); i++ {
 		d, ph, err := recovery(ctx, s, ns, "rec")
-		if err != nil {
+		notRecreated := errors.Is(err, errNotRecreated)
+		if err != nil && !notRecreated {
 			return c, fmt.Errorf("recovery %d: %w", i+1, err)
 		}
 		if !during() {
 			break
 		}
-		c.recovery, c.recoveryPhases = append(c.recovery, d), append(c.recoveryPhases, ph)
+		if notRecreated {
+			fmt.Fprintf(os.Stderr, "%s: recovery %d meanwhile: %v\n", s.name, i+1, err)
+			c.notRecreated++
+		} else {
+			c.recovery, c.recoveryPhases = append(c.recovery, d), append(c.recoveryPhases, ph)
+		}
 		*image++
 		d, ph, err = rollout(ctx, s, ns, "roll", fmt.Sprintf("engine:v%d", *image))
 		if err != nil {
@@ -937,7 +955,7 @@ func deleteNamespace(ctx context.Context, name string) {
 // and Ready and the top object says ready.
 func recovery(ctx context.Context, s side, ns, name string) (time.Duration, phases, error) {
 	old := podUIDs(ctx, ns, name)
-	return timedByWatch(ctx, s, ns, name, 2*time.Minute, func() error {
+	return timedByWatch(ctx, s, ns, name, 2*time.Minute, 10*time.Second, func() error {
 		return kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-0-1"}})
 	}, 3, func(p *corev1.Pod) bool { return !old[p.UID] })
 }
@@ -945,7 +963,7 @@ func recovery(ctx context.Context, s side, ns, name string) (time.Duration, phas
 // rollout sets a new image and times, by watch, until every pod runs it, Ready, and the top
 // object says so.
 func rollout(ctx context.Context, s side, ns, name, image string) (time.Duration, phases, error) {
-	return timedByWatch(ctx, s, ns, name, 3*time.Minute, func() error {
+	return timedByWatch(ctx, s, ns, name, 3*time.Minute, 0, func() error {
 		return s.setImage(ctx, ns, name, image)
 	}, 8, func(p *corev1.Pod) bool { return p.Spec.Containers[0].Image == image })
 }
@@ -963,7 +981,10 @@ type phases struct {
 // with the phases on the way. Each stamp is when the watch delivered the change that made it
 // hold: a poll (what the harness did before session 17) stamps up to its period plus a list
 // later, ~50–150 ms on changes that take 1–2 s.
-func timedByWatch(ctx context.Context, s side, ns, name string, timeout time.Duration, act func() error, want int, isNew func(*corev1.Pod) bool) (time.Duration, phases, error) {
+//
+// With stall > 0, a case whose want pods are all live and Ready, some of them old, with no pod
+// event for stall, ends with errNotRecreated.
+func timedByWatch(ctx context.Context, s side, ns, name string, timeout, stall time.Duration, act func() error, want int, isNew func(*corev1.Pod) bool) (time.Duration, phases, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	podWatch, err := kc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels{lwsv1.SetNameLabelKey: name})
@@ -983,12 +1004,21 @@ func timedByWatch(ctx context.Context, s side, ns, name string, timeout time.Dur
 	var ph phases
 	pods := map[types.UID]*corev1.Pod{}
 	var top client.Object
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastPodEvent := time.Now()
 	for {
 		var ev watch.Event
 		var ok bool
 		select {
 		case ev, ok = <-podWatch.ResultChan():
+			lastPodEvent = time.Now()
 		case ev, ok = <-topWatch.ResultChan():
+		case <-tick.C:
+			if stall > 0 && time.Since(lastPodEvent) > stall && readyButOld(pods, want, isNew) {
+				return 0, ph, fmt.Errorf("%w: %s", errNotRecreated, stuckAt(pods, isNew, top, s))
+			}
+			continue
 		case <-ctx.Done():
 			return 0, ph, fmt.Errorf("not done after %s: %s", timeout, stuckAt(pods, isNew, top, s))
 		}
@@ -1032,6 +1062,30 @@ func timedByWatch(ctx context.Context, s side, ns, name string, timeout time.Dur
 			return at, ph, nil
 		}
 	}
+}
+
+// errNotRecreated: LWS remade only the deleted worker, not its group (the worker's StatefulSet
+// made it again before LWS's pod controller restarted the group: an upstream race, seen on both
+// sides, once in about a hundred recoveries in sessions 21 and 22). The recovery case times a group
+// remade; such a one is counted, not timed, and the cases go on.
+var errNotRecreated = errors.New("the group was not remade, only the deleted pod (not timed)")
+
+// readyButOld says whether want pods are live and Ready, some of them old.
+func readyButOld(pods map[types.UID]*corev1.Pod, want int, isNew func(*corev1.Pod) bool) bool {
+	live, old := 0, 0
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if !podReady(p) {
+			return false
+		}
+		live++
+		if !isNew(p) {
+			old++
+		}
+	}
+	return live == want && old > 0
 }
 
 // stuckAt says what a timed case's watches showed last: each pod (new or old, Ready or not, being
@@ -1727,10 +1781,12 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		}
 	}
 	phaseRows("idle recovery", func(r *results) []phases { return r.recoveryPhases })
+	numOf("idle recoveries in which LWS remade only the deleted pod (not timed)", "", func(r *results) float64 { return float64(r.notRecreated) }, nil)
 	phaseRows("idle rollout", func(r *results) []phases { return r.rolloutPhases })
 	churnRows := func(how string, of func(*results) *churned) {
 		row(how+": the first delete → their last pod gone", func(r *results) []time.Duration { return of(r).deletion })
 		numOf(how+": recoveries (and as many rollouts) timed meanwhile", "", func(r *results) float64 { return float64(len(of(r).recovery)) }, nil)
+		numOf(how+": recoveries in which LWS remade only the deleted pod (not timed)", "", func(r *results) float64 { return float64(of(r).notRecreated) }, nil)
 		row("recovery "+how, func(r *results) []time.Duration { return of(r).recovery })
 		row("rollout "+how, func(r *results) []time.Duration { return of(r).rollout })
 		phaseRows("recovery "+how, func(r *results) []phases { return of(r).recoveryPhases })
@@ -2055,6 +2111,7 @@ func merge(rs []*results) *results {
 		m.recovery = append(m.recovery, r.recovery...)
 		m.rollout = append(m.rollout, r.rollout...)
 		m.recoveryPhases = append(m.recoveryPhases, r.recoveryPhases...)
+		m.notRecreated += r.notRecreated
 		m.rolloutPhases = append(m.rolloutPhases, r.rolloutPhases...)
 		m.burst = append(m.burst, r.burst...)
 		m.toLWS = append(m.toLWS, r.toLWS...)
