@@ -62,6 +62,28 @@ func namespaceDeleted(ctx context.Context, r client.Reader, name string) bool {
 	return !ns.DeletionTimestamp.IsZero()
 }
 
+// namespaceEvents queues the servings of a namespace whose deletion begins, at the bulk priority:
+// each pass takes its serving's finalizer off before the namespace controller deletes the
+// serving (see Reconcile). Nothing else of a namespace queues a pass.
+func namespaceEvents(cache client.Reader) handler.EventHandler {
+	return handler.Funcs{
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if !e.ObjectOld.GetDeletionTimestamp().IsZero() || e.ObjectNew.GetDeletionTimestamp().IsZero() {
+				return
+			}
+			list := &v1.ModelServingList{}
+			if err := cache.List(ctx, list, client.InNamespace(e.ObjectNew.GetName())); err != nil {
+				return // each serving's own deletion still queues it (finalize)
+			}
+			reqs := make([]reconcile.Request, 0, len(list.Items))
+			for i := range list.Items {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+			enqueue(q, true, 0, reqs...)
+		},
+	}
+}
+
 // enqueue adds the requests, at the bulk priority when low and the queue has priorities, at the
 // handler's default priority otherwise (low for the initial list and resyncs), after the delay
 // when there is one. A request already queued keeps the earlier of its two times, and one added

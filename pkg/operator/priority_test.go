@@ -107,6 +107,44 @@ func TestEventsOfAServingInANamespaceBeingDeletedQueueNothing(t *testing.T) {
 	}
 }
 
+// A namespace whose deletion begins queues each of its servings once, at the bulk priority (their
+// passes take the finalizers off before the namespace controller gets to them); any other update
+// of a namespace, and a namespace's creation or deletion, queue nothing.
+func TestANamespaceWhoseDeletionBeginsQueuesItsServings(t *testing.T) {
+	now := metav1.NewTime(time.Now())
+	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
+		&v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "going", Name: "a"}},
+		&v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "going", Name: "b"}},
+		&v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "staying", Name: "c"}},
+	).Build()
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	h := namespaceEvents(cache)
+	ctx := context.Background()
+	ns := func(name string, deleted bool) *metav1.PartialObjectMetadata {
+		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if deleted {
+			o.DeletionTimestamp = &now
+		}
+		return o
+	}
+	h.Update(ctx, event.UpdateEvent{ObjectOld: ns("staying", false), ObjectNew: ns("staying", false)}, q)
+	h.Create(ctx, event.CreateEvent{Object: ns("going", true)}, q)
+	h.Delete(ctx, event.DeleteEvent{Object: ns("going", true)}, q)
+	if n := q.Len(); n != 0 {
+		t.Fatalf("%d servings queued by a label change, a creation and a deletion of namespaces, want 0", n)
+	}
+	h.Update(ctx, event.UpdateEvent{ObjectOld: ns("going", false), ObjectNew: ns("going", true)}, q)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: ns("going", true), ObjectNew: ns("going", true)}, q) // its status, say
+	if n := q.Len(); n != 2 {
+		t.Fatalf("%d servings queued, want 2: those of the namespace whose deletion began", n)
+	}
+	names, prios := order(t, q, 2)
+	if names[0]+names[1] != "ab" && names[0]+names[1] != "ba" || prios[0] != bulkPriority || prios[1] != bulkPriority {
+		t.Errorf("queued %v at %v, want a and b at the bulk priority %d", names, prios, bulkPriority)
+	}
+}
+
 // An update that marks the serving deleted is queued at the bulk priority; any other update of a
 // serving at the default one.
 func TestServingEventsOfADeletedServingAreBulk(t *testing.T) {

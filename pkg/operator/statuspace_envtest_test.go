@@ -119,8 +119,10 @@ func TestAServingWhoseNamespaceIsBeingDeletedIsNotWritten(t *testing.T) {
 	if err := env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doomed}}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // the manager's cache sees the namespace Terminating
-	before = waitServing(t, doomed, "qwen", "the serving as its namespace is deleted", func(*v1.ModelServing) bool { return true })
+	// Its one write: the finalizer goes (TestAServingWhoseNamespaceIsBeingDeletedDropsItsFinalizer).
+	before = waitServing(t, doomed, "qwen", "the serving's finalizer gone as its namespace is deleted", func(ms *v1.ModelServing) bool {
+		return !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren)
+	})
 
 	markPodsReady(t, doomed, client.MatchingLabels{v1.LabelName: "qwen"})
 	markPodsReady(t, live, client.MatchingLabels{v1.LabelName: "qwen"})
@@ -135,14 +137,16 @@ func TestAServingWhoseNamespaceIsBeingDeletedIsNotWritten(t *testing.T) {
 	}
 }
 
-// A serving deleted with its namespace lets go at once: the namespace controller deletes every
-// object of the namespace, the serving's children too, and the namespace goes only after them, so
-// reading and deleting each child again (hundreds of servings at once when a namespace goes) would
-// only take the API server from the servings that still run. Here (envtest runs no namespace
-// controller) the test deletes the serving itself, as that controller would: it goes although its
-// LeaderWorkerSet is still there. The same deletion in a live namespace waits for the children
+// A serving whose namespace is being deleted drops its finalizer at once, before the namespace
+// controller deletes it: that controller deletes every object of the namespace, the serving's
+// children too, and the namespace goes only after them, so the finalizer keeps nothing from being
+// left behind; and a serving that controller still finds with a finalizer right after deleting it
+// makes it wait 8 s before it looks again (its default estimate for finalizers, halved), every
+// time. Here (envtest runs no namespace controller) the finalizer goes while the serving stands
+// and its LeaderWorkerSet is held; then the test deletes the serving, as that controller would,
+// and it goes at once. A deletion in a live namespace waits for the children
 // (TestTheFinalizerKeepsTheServingUntilItsChildrenAreGone).
-func TestAServingDeletedWithItsNamespaceLetsGoAtOnce(t *testing.T) {
+func TestAServingWhoseNamespaceIsBeingDeletedDropsItsFinalizer(t *testing.T) {
 	ctx := context.Background()
 	doomed := namespace(t)
 	ms := serving(doomed, "qwen")
@@ -171,7 +175,12 @@ func TestAServingDeletedWithItsNamespaceLetsGoAtOnce(t *testing.T) {
 	if err := env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doomed}}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // the manager's cache sees the namespace Terminating
+	dropped := waitServing(t, doomed, "qwen", "the finalizer gone while the serving stands", func(ms *v1.ModelServing) bool {
+		return !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren)
+	})
+	if !dropped.DeletionTimestamp.IsZero() {
+		t.Fatalf("the serving is being deleted (%v): the test deletes it only after its finalizer went", dropped.DeletionTimestamp)
+	}
 	if err := env.Client.Delete(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
