@@ -140,6 +140,11 @@ type results struct {
 	// LeaderWorkerSet first seen by a watch: the step in without the create request's own round
 	// trip, both ends seen the way the operator's informers see them.
 	singleSeenToLWS []time.Duration
+	// singleToPod, singlePodReady and singleToLWSReady are where the rest of a -single object's
+	// time goes, each from one watch's first sighting to the next's: its LeaderWorkerSet → its
+	// leader pod (LWS's StatefulSet, then the pod), the pod → the pod Ready (scheduler, kwok), the
+	// pod Ready → the LeaderWorkerSet's status Ready (LWS's status write).
+	singleToPod, singlePodReady, singleToLWSReady []time.Duration
 	// requests are the API requests per burst object during the burst, by verb and resource,
 	// from the API server's own counters (every client: the controllers, scheduler, kwok…).
 	requests map[string]float64
@@ -177,6 +182,9 @@ type churned struct {
 	// deletion is how long that part took to go: the first delete → its last pod gone (one per
 	// round).
 	deletion []time.Duration
+	// namespaceGone is, for the part deleted with its namespace, the namespace's delete → the
+	// namespace gone (the namespace controller's last look; one per round).
+	namespaceGone []time.Duration
 	// cpu, componentCPU and internals are the controller's CPU, every process's, and the
 	// controller's own metrics from the first delete until that part is gone, per deleted object
 	// (with the cases timed beside it).
@@ -210,6 +218,7 @@ func (c *churned) merge(rs []churned) {
 		c.recoveryPhases = append(c.recoveryPhases, r.recoveryPhases...)
 		c.rolloutPhases = append(c.rolloutPhases, r.rolloutPhases...)
 		c.deletion = append(c.deletion, r.deletion...)
+		c.namespaceGone = append(c.namespaceGone, r.namespaceGone...)
 		c.notRecreated += r.notRecreated
 		cpu = append(cpu, r.cpu)
 		for k, v := range r.internals {
@@ -680,7 +689,9 @@ func churn(ctx context.Context, s side, r *results, pid, n int, ns, burstNS stri
 			return fmt.Errorf("profile %s: %w", churnCPUFile, err)
 		}
 	}
+	var nsDeleted time.Time
 	byNamespace := func() error {
+		nsDeleted = time.Now()
 		return kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: burstNS}})
 	}
 	said := namespaceSays(ctx, s.name, burstNS)
@@ -690,7 +701,41 @@ func churn(ctx context.Context, s side, r *results, pid, n int, ns, burstNS stri
 	}); err != nil {
 		return fmt.Errorf("while deleted with the namespace: %w", err)
 	}
+	if _, err := until(ctx, 5*time.Minute, func() (bool, error) {
+		said()
+		err := kc.Get(ctx, client.ObjectKey{Name: burstNS}, &corev1.Namespace{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}); err != nil {
+		return fmt.Errorf("the namespace %s not gone: %w", burstNS, err)
+	}
+	r.byNamespace.namespaceGone = []time.Duration{time.Since(nsDeleted)}
+	fmt.Fprintf(os.Stderr, "%s: namespace %s gone %.1fs after its delete; the namespace controller on it: %s\n",
+		s.name, burstNS, time.Since(nsDeleted).Seconds(), namespaceControllerSaid(burstNS))
 	return nil
+}
+
+// namespaceControllerSaid is what kube-controller-manager's log says of the namespace: how many
+// lines name it, and the first of its errors ("Deletion of namespace failed", which requeues the
+// namespace with a growing backoff), if any.
+func namespaceControllerSaid(ns string) string {
+	data, err := os.ReadFile(filepath.Join(cluster.LogsDir(), "kube-controller-manager.log"))
+	if err != nil {
+		return err.Error()
+	}
+	var lines, failed int
+	first := ""
+	for _, l := range strings.Split(string(data), "\n") {
+		if !strings.Contains(l, `"`+ns+`"`) && !strings.Contains(l, "="+ns) && !strings.Contains(l, " "+ns+" ") {
+			continue
+		}
+		lines++
+		if strings.Contains(l, "Deletion of namespace failed") {
+			if failed++; first == "" {
+				first = l
+			}
+		}
+	}
+	return fmt.Sprintf("%d lines, %d deletion failures; first failure: %q", lines, failed, first)
 }
 
 // namespaceSays returns a function that prints (on stderr) what the namespace's conditions say
@@ -890,6 +935,14 @@ func oneAtATime(ctx context.Context, s side, r *results, ns string, readyCh <-ch
 			return err
 		}
 	}
+	podSeen, err := firstSeen(ctx, &corev1.PodList{}, ns, func(client.Object) bool { return true })
+	if err != nil {
+		return err
+	}
+	podReadySeen, err := firstSeen(ctx, &corev1.PodList{}, ns, func(o client.Object) bool { return podReady(o.(*corev1.Pod)) })
+	if err != nil {
+		return err
+	}
 	for i := 0; i < singleN; i++ {
 		time.Sleep(time.Second)
 		name := fmt.Sprintf("s%04d", i)
@@ -913,6 +966,14 @@ func oneAtATime(ctx context.Context, s side, r *results, ns string, readyCh <-ch
 		tl, tr, err := lwsTimes(ctx, name, lwsSeen, lwsReadySeen)
 		if err != nil {
 			return fmt.Errorf("single object %w", err)
+		}
+		// The leader pod's sightings come before the LeaderWorkerSet's Ready, which was seen.
+		if tp, ok := podSeen.at(name + "-0"); ok {
+			if tpr, ok := podReadySeen.at(name + "-0"); ok {
+				r.singleToPod = append(r.singleToPod, max(0, tp.Sub(tl)))
+				r.singlePodReady = append(r.singlePodReady, max(0, tpr.Sub(tp)))
+				r.singleToLWSReady = append(r.singleToLWSReady, max(0, tr.Sub(tpr)))
+			}
 		}
 		if s.name == "kubectl-llm" {
 			r.singleToLWS = append(r.singleToLWS, tl.Sub(t0))
@@ -1785,6 +1846,9 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	phaseRows("idle rollout", func(r *results) []phases { return r.rolloutPhases })
 	churnRows := func(how string, of func(*results) *churned) {
 		row(how+": the first delete → their last pod gone", func(r *results) []time.Duration { return of(r).deletion })
+		if (lws != nil && len(of(lws).namespaceGone) > 0) || (llm != nil && len(of(llm).namespaceGone) > 0) {
+			row(how+": the namespace's delete → the namespace gone", func(r *results) []time.Duration { return of(r).namespaceGone })
+		}
 		numOf(how+": recoveries (and as many rollouts) timed meanwhile", "", func(r *results) float64 { return float64(len(of(r).recovery)) }, nil)
 		numOf(how+": recoveries in which LWS remade only the deleted pod (not timed)", "", func(r *results) float64 { return float64(of(r).notRecreated) }, nil)
 		row("recovery "+how, func(r *results) []time.Duration { return of(r).recovery })
@@ -1834,6 +1898,9 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			{"created → Ready", func(r *results) []time.Duration { return r.single }},
 			{stepIn, func(r *results) []time.Duration { return r.singleToLWS }},
 			{"seen → its LeaderWorkerSet seen (the step in, watch to watch)", func(r *results) []time.Duration { return r.singleSeenToLWS }},
+			{"its LeaderWorkerSet seen → its leader pod seen", func(r *results) []time.Duration { return r.singleToPod }},
+			{"leader pod seen → seen Ready", func(r *results) []time.Duration { return r.singlePodReady }},
+			{"leader pod Ready → its LeaderWorkerSet's status Ready", func(r *results) []time.Duration { return r.singleToLWSReady }},
 			{stepOut, func(r *results) []time.Duration { return r.singleFromLWS }},
 		})
 	}
@@ -2121,6 +2188,9 @@ func merge(rs []*results) *results {
 		m.singleToLWS = append(m.singleToLWS, r.singleToLWS...)
 		m.singleSeenToLWS = append(m.singleSeenToLWS, r.singleSeenToLWS...)
 		m.singleFromLWS = append(m.singleFromLWS, r.singleFromLWS...)
+		m.singleToPod = append(m.singleToPod, r.singleToPod...)
+		m.singlePodReady = append(m.singlePodReady, r.singlePodReady...)
+		m.singleToLWSReady = append(m.singleToLWSReady, r.singleToLWSReady...)
 		for k, v := range r.requests {
 			m.requests[k] += v / float64(len(rs))
 		}
