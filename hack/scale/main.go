@@ -152,8 +152,14 @@ type results struct {
 	// request by verb, and the mean wait in API priority and fairness by priority level.
 	apiWait map[string]time.Duration
 	// idleWait is the same of the idle cases' requests (the webhooks their pods' creates wait on).
-	idleWait     map[string]time.Duration
-	cpuPerObject time.Duration
+	idleWait map[string]time.Duration
+	// idleRequests, idleCPU and idleComponentCPU are what one idle recovery and one idle rollout
+	// cost together: the API requests by verb and resource (every client's), the controller's CPU
+	// and every other process's.
+	idleRequests     map[string]float64
+	idleCPU          time.Duration
+	idleComponentCPU map[string]time.Duration
+	cpuPerObject     time.Duration
 	// createLoop is how long the burst's creates took, the first one's start to the last one's
 	// end: the burst's arrival (see -rate).
 	createLoop time.Duration
@@ -407,9 +413,32 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
+	idleReq0, err := apiRequests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	idleCPU0, err := cpuTime(pid)
+	if err != nil {
+		return nil, err
+	}
+	idleComp0 := componentCPU()
 	if err := cases(&r.recovery, &r.rollout, &r.recoveryPhases, &r.rolloutPhases); err != nil {
 		return nil, err
 	}
+	idleCPU1, err := cpuTime(pid)
+	if err != nil {
+		return nil, err
+	}
+	r.idleCPU = (idleCPU1 - idleCPU0) / time.Duration(reps)
+	r.idleComponentCPU = map[string]time.Duration{}
+	for name, t := range componentCPU() {
+		r.idleComponentCPU[name] = (t - idleComp0[name]) / time.Duration(reps)
+	}
+	idleReq1, err := apiRequests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.idleRequests = perObject(idleReq0, idleReq1, reps)
 	idle1, err := apiServerSeries(ctx)
 	if err != nil {
 		return nil, err
@@ -1844,6 +1873,10 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	phaseRows("idle recovery", func(r *results) []phases { return r.recoveryPhases })
 	numOf("idle recoveries in which LWS remade only the deleted pod (not timed)", "", func(r *results) float64 { return float64(r.notRecreated) }, nil)
 	phaseRows("idle rollout", func(r *results) []phases { return r.rolloutPhases })
+	num("controller CPU per idle recovery and rollout (one of each)", "ms", func(r *results) float64 { return float64(r.idleCPU.Microseconds()) / 1000 })
+	for _, c := range components {
+		num(c+" CPU per idle recovery and rollout", "ms", func(r *results) float64 { return float64(r.idleComponentCPU[c].Microseconds()) / 1000 })
+	}
 	churnRows := func(how string, of func(*results) *churned) {
 		row(how+": the first delete → their last pod gone", func(r *results) []time.Duration { return of(r).deletion })
 		if (lws != nil && len(of(lws).namespaceGone) > 0) || (llm != nil && len(of(llm).namespaceGone) > 0) {
@@ -1981,6 +2014,7 @@ func sumRequests(m map[string]float64, keep func(string) bool) float64 {
 // and per deleted object while half the burst is deleted one at a time and while the other half
 // goes with its namespace.
 func printRequests(w *os.File, lws, llm *results) {
+	requestTable(w, "API requests per idle recovery and rollout (one of each)", lws, llm, func(r *results) map[string]float64 { return r.idleRequests })
 	requestTable(w, "API requests per burst object", lws, llm, func(r *results) map[string]float64 { return r.requests })
 	requestTable(w, fmt.Sprintf("API requests per deleted object while half the burst is deleted one at a time, %g a second (the cases' too)", deleteRate),
 		lws, llm, func(r *results) map[string]float64 { return r.byObject.requests })
@@ -2171,6 +2205,7 @@ func merge(rs []*results) *results {
 		return rs[0]
 	}
 	m := &results{requests: map[string]float64{}, apiWait: map[string]time.Duration{}, idleWait: map[string]time.Duration{}, componentCPU: map[string]time.Duration{},
+		idleRequests: map[string]float64{}, idleComponentCPU: map[string]time.Duration{},
 		internals: map[string]float64{}}
 	var cpu, loops []time.Duration
 	var idle, after, un0, un1 []float64
@@ -2196,6 +2231,13 @@ func merge(rs []*results) *results {
 		}
 		for k, v := range r.idleWait {
 			m.idleWait[k] += v / time.Duration(len(rs))
+		}
+		for k, v := range r.idleRequests {
+			m.idleRequests[k] += v / float64(len(rs))
+		}
+		m.idleCPU += r.idleCPU / time.Duration(len(rs))
+		for k, v := range r.idleComponentCPU {
+			m.idleComponentCPU[k] += v / time.Duration(len(rs))
 		}
 		for k, v := range r.apiWait {
 			m.apiWait[k] += v / time.Duration(len(rs))
