@@ -69,6 +69,7 @@ func main() {
 	reps := flag.Int("reps", 5, "repetitions of the recovery and rollout cases")
 	nodes := flag.Int("nodes", 0, "fake nodes (default: enough for the burst, at least 4)")
 	only := flag.String("only", "", "run one side only: lws or kubectl-llm")
+	flag.StringVar(&firstSide, "first", "lws", "the side that goes first in the first round (lws or kubectl-llm): a round's idle cases run on a cluster the sides before it used (a fresh one for the very first), so which side goes first can tilt those rows")
 	flag.StringVar(&churnCPUFile, "churn-cpu", "", "save the operator's CPU profile while half the burst is deleted one at a time to this file (go tool pprof)")
 	flag.StringVar(&cpuFile, "cpu", "", "save the operator's CPU profile of the burst's first 30 s to this file (go tool pprof)")
 	flag.StringVar(&traceFile, "trace", "", "save the operator's execution trace of the burst's first 10 s to this file (go tool trace; -pprof=sched, net or sync for where its goroutines wait)")
@@ -283,6 +284,8 @@ var (
 	burstRate float64
 	// deleteRate is how many of the burst's first half are deleted a second, one at a time.
 	deleteRate float64
+	// firstSide is the side that goes first in the first round (-first).
+	firstSide string
 	// rounds is how many times each side is measured, in the order A B B A A B…, so that the
 	// load of the machine drifting during a run weighs on both sides alike.
 	rounds int
@@ -349,6 +352,13 @@ func run(n, reps, nodes int, only string) (err error) {
 		return runDisagg(ctx, cluster, bin, dir, reps, os.Stdout)
 	}
 	sides := []side{lwsAlone(cluster, dir), kubectlLLM(cluster, bin, dir)}
+	switch firstSide {
+	case "lws":
+	case "kubectl-llm":
+		sides[0], sides[1] = sides[1], sides[0]
+	default:
+		return fmt.Errorf("-first %q: want lws or kubectl-llm", firstSide)
+	}
 	got := map[string][]*results{}
 	for round := 0; round < rounds; round++ {
 		for _, s := range roundOrder(sides, round) {
@@ -444,6 +454,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		return nil, err
 	}
 	r.idleWait = apiWaits(idle0, idle1)
+	fmt.Fprintf(os.Stderr, "%s: idle cases of this round: recovery %s, rollout %s (median [min–max])\n", s.name, spreadOf(r.recovery), spreadOf(r.rollout))
 
 	if r.rssIdle, err = rssMiB(pid); err != nil {
 		return nil, err
@@ -2110,6 +2121,11 @@ func spread(ds []time.Duration) (time.Duration, string) {
 		return m, round(m)
 	}
 	return m, fmt.Sprintf("%s [%s–%s]", round(m), round(quantile(ds, 0)), round(quantile(ds, 1)))
+}
+
+func spreadOf(ds []time.Duration) string {
+	_, s := spread(ds)
+	return s
 }
 
 func quantile(ds []time.Duration, p float64) time.Duration {
