@@ -137,11 +137,11 @@ func servingEvents(echo func(client.Object) bool) handler.EventHandler {
 //
 // batch delays the pass an object's creation or update queues (never its deletion's, nor a pod's
 // moving into or out of Ready; podsToServing batches a pod's deletion too): the events that come
-// within it make one pass. A group that
-// restarts is some twenty pod events in half a second (each pod deleted, made, scheduled, started,
-// ready), and a pass for each only recomputed the same status while the cluster was busiest; what
-// a user or a script waits on comes at once anyway (a pod's readiness, and the LeaderWorkerSet's
-// own status, queued without delay). 0 queues every event's pass at once.
+// within it make one pass. A group that restarts is some twenty pod events in half a second (each
+// pod deleted, made, scheduled, started, ready), and a pass for each only recomputed the same
+// status while the cluster was busiest; what a user or a script waits on comes at once anyway (a
+// pod's readiness, and the LeaderWorkerSet's own status, queued without delay). 0 queues every
+// event's pass at once.
 func mappedToServing(cache client.Reader, batch time.Duration, toServings handler.MapFunc) handler.EventHandler {
 	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration, objs ...client.Object) {
 		queueServings(ctx, cache, toServings, q, after, objs...)
