@@ -334,6 +334,7 @@ func BuildGroups(pods []corev1.Pod, desired, size int, now time.Time) []Group {
 	desired = min(max(desired, 0), v1.MaxGroups)
 	size = min(max(size, 1), v1.MaxGroupSize)
 	byGroup := map[int]map[int]Pod{}
+	created := map[int]map[int]time.Time{} // of the pods in byGroup
 	for i := range pods {
 		pod := &pods[i]
 		gi, ok1 := index(pod.Labels[lwsv1.GroupIndexLabelKey], v1.MaxGroups)
@@ -345,12 +346,24 @@ func BuildGroups(pods []corev1.Pod, desired, size int, now time.Time) []Group {
 		p := Pod{Name: pod.Name, WorkerIndex: wi, State: state, Reason: bounded(reason, MaxReasonLength), Since: PodSince(pod, state),
 			Node: pod.Spec.NodeName, Revision: pod.Labels[v1.LabelRevision], RestartID: pod.Annotations[v1.AnnotationRestartID], Restarts: restarts(pod)}
 		if byGroup[gi] == nil {
-			byGroup[gi] = map[int]Pod{}
+			byGroup[gi], created[gi] = map[int]Pod{}, map[int]time.Time{}
 		}
 		if old, ok := byGroup[gi][wi]; ok && old.State != PodTerminating && state == PodTerminating {
 			continue // a replacement exists: show it, not the pod on its way out
 		}
-		byGroup[gi][wi] = p
+		byGroup[gi][wi], created[gi][wi] = p, pod.CreationTimestamp.Time
+	}
+	for gi, members := range byGroup {
+		leader, ok := members[0]
+		if !ok || leader.State == PodTerminating {
+			continue
+		}
+		for wi, p := range members {
+			if wi > 0 && p.State != PodTerminating && previousLeaders(leader, p, created[gi][0], created[gi][wi]) {
+				members[wi] = Pod{Name: p.Name, WorkerIndex: wi, State: PodMissing,
+					Reason: "not created yet (the pod there is the previous leader's, being replaced)", Node: p.Node, Revision: p.Revision}
+			}
+		}
 	}
 	indices := make([]int, 0, desired+len(byGroup))
 	for gi := 0; gi < desired; gi++ {
@@ -385,6 +398,19 @@ func BuildGroups(pods []corev1.Pod, desired, size int, now time.Time) []Group {
 		groups = append(groups, g)
 	}
 	return groups
+}
+
+// previousLeaders reports whether a worker pod is of the group's previous leader: one of another
+// revision than the leader's, or created in an earlier second than the leader. LWS makes a
+// leader's workers (their StatefulSet, owned by the leader pod) only once the leader pod exists,
+// and the previous leader's go with it a moment after (the garbage collector deletes that
+// StatefulSet): until then such a worker may still be Ready, but the group is not, and counting it
+// showed a group Ready, then not Ready, then Ready again at every step of a rollout.
+func previousLeaders(leader, worker Pod, leaderCreated, workerCreated time.Time) bool {
+	if leader.Revision != "" && worker.Revision != "" && leader.Revision != worker.Revision {
+		return true
+	}
+	return !leaderCreated.IsZero() && !workerCreated.IsZero() && workerCreated.Before(leaderCreated)
 }
 
 // index parses an index label: a canonical decimal in [0, limit).

@@ -97,6 +97,37 @@ func TestBuildGroupsPlacesPodsLeaderFirstAndShowsMissingAndSurgeGroups(t *testin
 	}
 }
 
+// A worker of the group's previous leader (another revision, or made before the leader) is still
+// Ready for a moment after the new leader is: LWS makes a leader's workers once the leader exists,
+// and the garbage collector takes the previous one's a moment later. The group is not ready then,
+// and the worker shows as not made yet; the status said Ready, not Ready, Ready at every step of a
+// rollout. A worker made in the same second as its leader is the leader's.
+func TestAWorkerOfThePreviousLeaderDoesNotMakeItsGroupReady(t *testing.T) {
+	leaderMade := metav1.NewTime(time.Date(2026, 11, 29, 10, 5, 0, 0, time.UTC))
+	newLeader := func(g int, rev string) corev1.Pod {
+		p := fixtures.Pod("qwen", g, 0, rev).Obj()
+		p.CreationTimestamp = leaderMade
+		return p
+	}
+	rolled := []corev1.Pod{newLeader(0, "r2"), fixtures.Pod("qwen", 0, 1, "r1").Obj()} // a rollout's step
+	restarted := []corev1.Pod{newLeader(1, "r1"), fixtures.Pod("qwen", 1, 1, "r1").Obj()} // a group's restart
+	sameSecond := fixtures.Pod("qwen", 2, 1, "r1").Obj()
+	sameSecond.CreationTimestamp = leaderMade
+	current := []corev1.Pod{newLeader(2, "r1"), sameSecond}
+	groups := status.BuildGroups(append(append(rolled, restarted...), current...), 3, 2, now)
+	for _, g := range groups[:2] {
+		if g.Ready() || g.ReadyPods != 1 || g.Pods[1].State != status.PodMissing {
+			t.Errorf("group %d: ready %v, %d pods ready, worker %s; want not ready, 1 (the leader), the worker missing", g.Index, g.Ready(), g.ReadyPods, g.Pods[1].State)
+		}
+		if r := g.Reason(); !strings.Contains(r, "previous leader") {
+			t.Errorf("group %d reason = %q, want it to say the worker there is the previous leader's", g.Index, r)
+		}
+	}
+	if !groups[2].Ready() {
+		t.Errorf("group 2, its worker made in the same second as its leader: not ready (%d pods), want ready", groups[2].ReadyPods)
+	}
+}
+
 func cond(c metav1.Condition) string { return string(c.Status) + "/" + c.Reason }
 
 func TestSummarize(t *testing.T) {
