@@ -109,7 +109,7 @@ func TestAWorkerOfThePreviousLeaderDoesNotMakeItsGroupReady(t *testing.T) {
 		p.CreationTimestamp = leaderMade
 		return p
 	}
-	rolled := []corev1.Pod{newLeader(0, "r2"), fixtures.Pod("qwen", 0, 1, "r1").Obj()} // a rollout's step
+	rolled := []corev1.Pod{newLeader(0, "r2"), fixtures.Pod("qwen", 0, 1, "r1").Obj()}    // a rollout's step
 	restarted := []corev1.Pod{newLeader(1, "r1"), fixtures.Pod("qwen", 1, 1, "r1").Obj()} // a group's restart
 	sameSecond := fixtures.Pod("qwen", 2, 1, "r1").Obj()
 	sameSecond.CreationTimestamp = leaderMade
