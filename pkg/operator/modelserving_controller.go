@@ -133,15 +133,15 @@ type Reconciler struct {
 	services *serviceMaker
 	// ServiceCreators is how many Services are created at once; DefaultServiceCreators when 0.
 	ServiceCreators int
-	// PodEventBatch is how long the pass a pod's creation, update or deletion queues waits, so
-	// that the events of a group's pods within it make one pass (see podsToServing);
+	// PodEventBatch is how long the pass a pod's creation or update queues waits, so that the
+	// events of a group's pods within it make one pass (see mappedToServing);
 	// DefaultPodEventBatch when 0, none when negative.
 	PodEventBatch time.Duration
 }
 
-// DefaultPodEventBatch is how long a pod's creation, update or deletion waits before the pass it
-// queues: a group's restart or rollout is tens of pod events within a second. A pod's moving into
-// or out of Ready, and the deletion of a serving's last pod, queue at once (see podsToServing).
+// DefaultPodEventBatch is how long a pod's creation or update waits before the pass it queues: a
+// group's restart or rollout is tens of pod events within a second. A pod's deletion, or its
+// moving into or out of Ready, queues at once (see mappedToServing).
 const DefaultPodEventBatch = 100 * time.Millisecond
 
 // observed is everything one pass reads.
@@ -1359,7 +1359,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Namespaces = servings
 	}
 	batch := cmp.Or(r.PodEventBatch, DefaultPodEventBatch)
-	podToServing := podsToServing(servings, max(batch, 0), func(_ context.Context, o client.Object) []reconcile.Request {
+	podToServing := mappedToServing(servings, max(batch, 0), func(_ context.Context, o client.Object) []reconcile.Request {
 		name := o.GetLabels()[v1.LabelName]
 		if name == "" {
 			return nil

@@ -136,15 +136,28 @@ func servingEvents(echo func(client.Object) bool) handler.EventHandler {
 // a serving that is going away, and none that the cache does not hold (see servingQueue).
 //
 // batch delays the pass an object's creation or update queues (never its deletion's, nor a pod's
-// moving into or out of Ready; podsToServing batches a pod's deletion too): the events that come
-// within it make one pass. A group that restarts is some twenty pod events in half a second (each
-// pod deleted, made, scheduled, started, ready), and a pass for each only recomputed the same
-// status while the cluster was busiest; what a user or a script waits on comes at once anyway (a
-// pod's readiness, and the LeaderWorkerSet's own status, queued without delay). 0 queues every
-// event's pass at once.
+// moving into or out of Ready): the events that come within it make one pass. A group that
+// restarts is some twenty pod events in half a second (each pod deleted, made, scheduled, started,
+// ready), and a pass for each only recomputed the same status while the cluster was busiest; what
+// a user or a script waits on comes at once anyway (a pod's readiness, and the LeaderWorkerSet's
+// own status, queued without delay). 0 queues every event's pass at once. A pod's deletion batched
+// too (tried in session 23, see docs/performance.md) moved the pass into the group's remaking:
+// the recovery and rollout while servings were deleted one at a time took 1.2–1.4× LWS alone's in
+// both runs, against 1.09× / 1.07× with it at once.
 func mappedToServing(cache client.Reader, batch time.Duration, toServings handler.MapFunc) handler.EventHandler {
 	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration, objs ...client.Object) {
-		queueServings(ctx, cache, toServings, q, after, objs...)
+		seen := map[reconcile.Request]bool{}
+		for _, o := range objs {
+			for _, req := range toServings(ctx, o) {
+				if seen[req] {
+					continue
+				}
+				seen[req] = true
+				if queue, bulk := servingQueue(ctx, cache, req.NamespacedName); queue {
+					enqueue(q, bulk, after, req)
+				}
+			}
+		}
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -164,59 +177,6 @@ func mappedToServing(cache client.Reader, batch time.Duration, toServings handle
 			add(ctx, q, 0, e.Object)
 		},
 	}
-}
-
-// queueServings enqueues the servings the objects map to, each once, as servingQueue says.
-func queueServings(ctx context.Context, cache client.Reader, toServings handler.MapFunc, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration, objs ...client.Object) {
-	seen := map[reconcile.Request]bool{}
-	for _, o := range objs {
-		for _, req := range toServings(ctx, o) {
-			if seen[req] {
-				continue
-			}
-			seen[req] = true
-			if queue, bulk := servingQueue(ctx, cache, req.NamespacedName); queue {
-				enqueue(q, bulk, after, req)
-			}
-		}
-	}
-}
-
-// podsToServing is mappedToServing for the pods of servings, but a pod's deletion is batched
-// too, unless it was the last pod of its serving in the cache (indexed by servingIndex): a Recreate
-// waits for the old groups' pods to be gone before it starts the new revision, and a scale to zero
-// is done then. A group that restarts loses all its pods within moments (the one deleted, then its
-// leader, then the leader's workers with their StatefulSet), and a pass at each deletion recomputed
-// the same status beside the embedded LWS's restart of the group.
-func podsToServing(cache client.Reader, batch time.Duration, toServings handler.MapFunc) handler.EventHandler {
-	h := mappedToServing(cache, batch, toServings)
-	return handler.Funcs{
-		CreateFunc:  h.Create,
-		UpdateFunc:  h.Update,
-		GenericFunc: h.Generic,
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			after := batch
-			if after > 0 && !servingHasPods(ctx, cache, e.Object) {
-				after = 0
-			}
-			queueServings(ctx, cache, toServings, q, after, e.Object)
-		},
-	}
-}
-
-// servingHasPods reports whether the cache holds a pod of the pod's serving (by its name label)
-// in the pod's namespace. One it cannot tell about is taken as having none.
-func servingHasPods(ctx context.Context, cache client.Reader, pod client.Object) bool {
-	name := pod.GetLabels()[v1.LabelName]
-	if name == "" {
-		return false
-	}
-	list := &corev1.PodList{}
-	if err := cache.List(ctx, list, client.InNamespace(pod.GetNamespace()), client.MatchingFields{servingIndex: name},
-		client.Limit(1), client.UnsafeDisableDeepCopy); err != nil {
-		return false
-	}
-	return len(list.Items) > 0
 }
 
 // readinessChanged reports whether an update moved a pod into or out of Ready as the serving's
