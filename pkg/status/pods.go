@@ -401,7 +401,7 @@ func BuildGroups(pods []corev1.Pod, desired, size int, now time.Time) []Group {
 }
 
 // previousLeaders reports whether a worker pod is of the group's previous leader: one of another
-// revision than the leader's, or created in an earlier second than the leader. LWS makes a
+// revision than the leader's, or created more than olderWorker before the leader. LWS makes a
 // leader's workers (their StatefulSet, owned by the leader pod) only once the leader pod exists,
 // and the previous leader's go with it a moment after (the garbage collector deletes that
 // StatefulSet): until then such a worker may still be Ready, but the group is not, and counting it
@@ -410,8 +410,14 @@ func previousLeaders(leader, worker Pod, leaderCreated, workerCreated time.Time)
 	if leader.Revision != "" && worker.Revision != "" && leader.Revision != worker.Revision {
 		return true
 	}
-	return !leaderCreated.IsZero() && !workerCreated.IsZero() && workerCreated.Before(leaderCreated)
+	return !leaderCreated.IsZero() && !workerCreated.IsZero() && workerCreated.Add(olderWorker).Before(leaderCreated)
 }
+
+// olderWorker is how much earlier than its leader a worker must have been created to be taken as
+// the previous leader's. Creation times are whole seconds of the API server's clock (of each API
+// server, in a control plane of several): a worker of this leader must never look older than it,
+// or its group would never be Ready.
+const olderWorker = 2 * time.Second
 
 // index parses an index label: a canonical decimal in [0, limit).
 func index(label string, limit int) (int, bool) {
