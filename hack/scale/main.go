@@ -440,10 +440,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		return nil, err
 	}
 	r.idleCPU = (idleCPU1 - idleCPU0) / time.Duration(reps)
-	r.idleComponentCPU = map[string]time.Duration{}
-	for name, t := range componentCPU() {
-		r.idleComponentCPU[name] = (t - idleComp0[name]) / time.Duration(reps)
-	}
+	r.idleComponentCPU = componentCPUSince(idleComp0, reps)
 	idleReq1, err := apiRequests(ctx)
 	if err != nil {
 		return nil, err
@@ -582,10 +579,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.componentCPU = map[string]time.Duration{}
-	for name, t := range componentCPU() {
-		r.componentCPU[name] = (t - comp0[name]) / time.Duration(n)
-	}
+	r.componentCPU = componentCPUSince(comp0, n)
 	req1, err := apiRequests(ctx)
 	if err != nil {
 		return nil, err
@@ -930,10 +924,7 @@ func timedThrough(ctx context.Context, s side, pid, objects int, ns string, imag
 		return c, err
 	}
 	c.cpu = (cpu1 - cpu0) / time.Duration(objects)
-	c.componentCPU = map[string]time.Duration{}
-	for name, t := range componentCPU() {
-		c.componentCPU[name] = (t - comp0[name]) / time.Duration(objects)
-	}
+	c.componentCPU = componentCPUSince(comp0, objects)
 	c.internals = internals(prom0, s.metrics(ctx), objects)
 	lat1, err := apiServerSeries(ctx)
 	if err != nil {
@@ -2309,6 +2300,16 @@ func componentCPU() map[string]time.Duration {
 		if t, err := cpuTime(pid); err == nil {
 			out[name] = t
 		}
+	}
+	return out
+}
+
+// componentCPUSince is each component's CPU since the readings of componentCPU in before, per
+// one of n objects (or cases).
+func componentCPUSince(before map[string]time.Duration, n int) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for name, t := range componentCPU() {
+		out[name] = (t - before[name]) / time.Duration(n)
 	}
 	return out
 }
