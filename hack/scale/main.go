@@ -158,6 +158,7 @@ type results struct {
 	// cost together: the API requests by verb and resource (every client's), the controller's CPU
 	// and every other process's.
 	idleRequests     map[string]float64
+	idleInternals    map[string]float64 // the controllers' passes and queues, per idle recovery and rollout
 	idleCPU          time.Duration
 	idleComponentCPU map[string]time.Duration
 	cpuPerObject     time.Duration
@@ -432,6 +433,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		return nil, err
 	}
 	idleComp0 := componentCPU()
+	idleProm0 := s.metrics(ctx)
 	if err := cases(&r.recovery, &r.rollout, &r.recoveryPhases, &r.rolloutPhases); err != nil {
 		return nil, err
 	}
@@ -441,6 +443,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	}
 	r.idleCPU = (idleCPU1 - idleCPU0) / time.Duration(reps)
 	r.idleComponentCPU = componentCPUSince(idleComp0, reps)
+	r.idleInternals = internals(idleProm0, s.metrics(ctx), reps)
 	idleReq1, err := apiRequests(ctx)
 	if err != nil {
 		return nil, err
@@ -1879,6 +1882,18 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	for _, c := range components {
 		num(c+" CPU per idle recovery and rollout", "ms", func(r *results) float64 { return float64(r.idleComponentCPU[c].Microseconds()) / 1000 })
 	}
+	for _, c := range []struct{ key, name, unit string }{
+		{"modelserving reconciles", "ModelServing passes per idle recovery and rollout", ""},
+		{"modelserving work", "ModelServing pass during the idle cases, mean", "ms"},
+		{"leaderworkerset reconciles", "LeaderWorkerSet passes per idle recovery and rollout", ""},
+		{"leaderworkerset queue", "LeaderWorkerSet queue wait during the idle cases, mean", "ms"},
+		{"leaderworkerset work", "LeaderWorkerSet pass during the idle cases, mean", "ms"},
+		{"pod reconciles", "LWS pod controller passes per idle recovery and rollout", ""},
+		{"pod queue", "LWS pod controller queue wait during the idle cases, mean", "ms"},
+		{"client requests", "controller's requests per idle recovery and rollout (its client)", ""},
+	} {
+		numOf(c.name, c.unit, func(r *results) float64 { return r.idleInternals[c.key] }, nil)
+	}
 	churnRows := func(how string, of func(*results) *churned) {
 		row(how+": the first delete → their last pod gone", func(r *results) []time.Duration { return of(r).deletion })
 		if (lws != nil && len(of(lws).namespaceGone) > 0) || (llm != nil && len(of(llm).namespaceGone) > 0) {
@@ -2212,7 +2227,7 @@ func merge(rs []*results) *results {
 		return rs[0]
 	}
 	m := &results{requests: map[string]float64{}, apiWait: map[string]time.Duration{}, idleWait: map[string]time.Duration{}, componentCPU: map[string]time.Duration{},
-		idleRequests: map[string]float64{}, idleComponentCPU: map[string]time.Duration{},
+		idleRequests: map[string]float64{}, idleInternals: map[string]float64{}, idleComponentCPU: map[string]time.Duration{},
 		internals: map[string]float64{}}
 	var cpu, loops []time.Duration
 	var idle, after, un0, un1 []float64
@@ -2245,6 +2260,9 @@ func merge(rs []*results) *results {
 		m.idleCPU += r.idleCPU / time.Duration(len(rs))
 		for k, v := range r.idleComponentCPU {
 			m.idleComponentCPU[k] += v / time.Duration(len(rs))
+		}
+		for k, v := range r.idleInternals {
+			m.idleInternals[k] += v / float64(len(rs))
 		}
 		for k, v := range r.apiWait {
 			m.apiWait[k] += v / time.Duration(len(rs))

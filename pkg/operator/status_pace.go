@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -17,11 +19,54 @@ const DefaultStatusDetailInterval = time.Second
 // transition moves (a group's reason, since and ready pods, a condition's message, the plan's
 // message) and the progress of groups being made (how many exist and are on the update revision,
 // a group's revision, when progress was last made). What a user or a script acts on is never
-// detail: readiness (a group's, the ready count, readyGroups), the phase, conditions' status and
-// reason, revisions, observedGeneration, the plan's step and state. A change of any of those is
-// written at once, with whatever detail is waiting.
+// detail: the phase, conditions' status and reason, revisions, observedGeneration, the plan's
+// step and state, and readiness (a group's, the ready count, readyGroups) but in the one case
+// below. A change of any of those is written at once, with whatever detail is waiting.
+//
+// While one rollout or restart goes on (prev and next both say so, of the same generation and
+// update revision), the groups it replaces going not ready and ready again one after the other
+// is its progress, and detail too: a rollout of four groups was ten status writes (two a group),
+// each an API server write beside the LeaderWorkerSet's own steps. What a script waits for is
+// still written at once: the rollout's end (the Progressing reason changes), Available turning
+// False, a group failing (Degraded), the phase. The live view reads the pods themselves.
 func StatusDetailOnly(prev, next v1.ModelServingStatus) bool {
-	return equality.Semantic.DeepEqual(withoutDetail(prev), withoutDetail(next))
+	p, n := withoutDetail(prev), withoutDetail(next)
+	if sameRollout(prev, next) {
+		withoutReadiness(&p)
+		withoutReadiness(&n)
+	}
+	return equality.Semantic.DeepEqual(p, n)
+}
+
+// sameRollout reports whether prev and next are both the status of one rollout or restart in
+// progress: the Progressing condition True and RollingOut or Restarting in both, of the same
+// generation and update revision.
+func sameRollout(prev, next v1.ModelServingStatus) bool {
+	rolling := func(s v1.ModelServingStatus) string {
+		c := meta.FindStatusCondition(s.Conditions, v1.ConditionProgressing)
+		if c == nil || c.Status != metav1.ConditionTrue || (c.Reason != v1.ReasonRollingOut && c.Reason != v1.ReasonRestarting) {
+			return ""
+		}
+		return c.Reason
+	}
+	r := rolling(prev)
+	return r != "" && r == rolling(next) && prev.ObservedGeneration == next.ObservedGeneration &&
+		prev.UpdateRevision == next.UpdateRevision && prev.RestartID == next.RestartID
+}
+
+// withoutReadiness clears which groups are ready and how many, of the serving and of its roles.
+func withoutReadiness(s *v1.ModelServingStatus) {
+	clearGroups := func(gs []v1.GroupStatus) {
+		for i := range gs {
+			gs[i].Ready = false
+		}
+	}
+	s.ReadyReplicas, s.ReadyGroups = 0, ""
+	clearGroups(s.Groups)
+	for i := range s.Roles {
+		s.Roles[i].ReadyReplicas, s.Roles[i].ReadyGroups = 0, ""
+		clearGroups(s.Roles[i].Groups)
+	}
 }
 
 func withoutDetail(s v1.ModelServingStatus) v1.ModelServingStatus {

@@ -260,3 +260,88 @@ func TestAServingGoneIsForgotten(t *testing.T) {
 		t.Error("applied lost another serving's LeaderWorkerSet")
 	}
 }
+
+// rollingStatus is a rollout of two groups in progress: group 1 on the update revision and ready,
+// group 0 still on the old one.
+func rollingStatus(reason string) v1.ModelServingStatus {
+	return v1.ModelServingStatus{
+		ObservedGeneration: 4, Phase: v1.PhaseProgressing, Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 1, ReadyGroups: "2/2",
+		UpdateRevision: "qwen-new", CurrentRevision: "qwen-old",
+		Conditions: []metav1.Condition{
+			{Type: v1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: v1.ReasonGroupsAvailable, Message: "2 of 2 groups ready"},
+			{Type: v1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: "1 of 2 groups updated, 2 of 2 ready"},
+		},
+		Groups: []v1.GroupStatus{
+			{Index: 0, Revision: "qwen-old", Ready: true, ReadyPods: 2, Size: 2},
+			{Index: 1, Revision: "qwen-new", Ready: true, ReadyPods: 2, Size: 2},
+		},
+		Roles: []v1.RoleStatus{{Name: v1.RoleDecode, Replicas: 1, ReadyReplicas: 1, ReadyGroups: "1/1",
+			Groups: []v1.GroupStatus{{Index: 0, Size: 2, Ready: true, ReadyPods: 2}}}},
+	}
+}
+
+// While one rollout or restart goes on, the groups it replaces going not ready and ready again
+// are its progress (detail); its start and end, and what a script acts on, are not.
+func TestARolloutsGroupsGoingNotReadyAndReadyAreItsProgress(t *testing.T) {
+	groupDown := func(s *v1.ModelServingStatus) {
+		s.ReadyReplicas, s.ReadyGroups = 1, "1/2"
+		s.Groups[0].Ready, s.Groups[0].ReadyPods, s.Groups[0].Reason = false, 1, "leader: Terminating"
+		for i := range s.Conditions {
+			s.Conditions[i].Message = "1 of 2 groups ready"
+		}
+	}
+	cases := []struct {
+		name         string
+		prev, next   string // the Progressing reason of each
+		change       func(*v1.ModelServingStatus)
+		detail, same bool
+	}{
+		{"rolling out: the next group goes not ready", v1.ReasonRollingOut, v1.ReasonRollingOut, groupDown, true, true},
+		{"rolling out: it is made on the update revision", v1.ReasonRollingOut, v1.ReasonRollingOut, func(s *v1.ModelServingStatus) {
+			groupDown(s)
+			s.Groups[0].Revision, s.UpdatedReplicas = "qwen-new", 2
+		}, true, true},
+		{"rolling out: a role's group goes not ready", v1.ReasonRollingOut, v1.ReasonRollingOut, func(s *v1.ModelServingStatus) {
+			s.Roles[0].ReadyReplicas, s.Roles[0].ReadyGroups, s.Roles[0].Groups[0].Ready = 0, "0/1", false
+		}, true, true},
+		{"restarting: the next group goes not ready", v1.ReasonRestarting, v1.ReasonRestarting, groupDown, true, true},
+		{"rolling out: Available turns False", v1.ReasonRollingOut, v1.ReasonRollingOut, func(s *v1.ModelServingStatus) {
+			groupDown(s)
+			s.Conditions[0].Status, s.Conditions[0].Reason = metav1.ConditionFalse, v1.ReasonGroupsUnavailable
+		}, false, true},
+		{"rolling out: the phase changes", v1.ReasonRollingOut, v1.ReasonRollingOut, func(s *v1.ModelServingStatus) {
+			groupDown(s)
+			s.Phase = v1.PhaseDegraded
+		}, false, true},
+		{"the rollout ends", v1.ReasonRollingOut, v1.ReasonRolloutComplete, func(s *v1.ModelServingStatus) {
+			s.Groups[0].Revision, s.UpdatedReplicas, s.CurrentRevision = "qwen-new", 2, "qwen-new"
+		}, false, false},
+		{"another rollout begins", v1.ReasonRollingOut, v1.ReasonRollingOut, func(s *v1.ModelServingStatus) {
+			groupDown(s)
+			s.ObservedGeneration, s.UpdateRevision = 5, "qwen-newer"
+		}, false, false},
+		{"a restart begins mid rollout", v1.ReasonRollingOut, v1.ReasonRestarting, groupDown, false, false},
+		{"no rollout: a group goes not ready", v1.ReasonRolloutComplete, v1.ReasonRolloutComplete, groupDown, false, false},
+		{"scaling: a group goes not ready", v1.ReasonScaling, v1.ReasonScaling, groupDown, false, false},
+		{"a canary held: a group goes not ready", v1.ReasonCanaryHeld, v1.ReasonCanaryHeld, groupDown, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			prev, next := rollingStatus(c.prev), rollingStatus(c.next)
+			c.change(&next)
+			if got := sameRollout(prev, next); got != c.same {
+				t.Errorf("sameRollout = %v, want %v", got, c.same)
+			}
+			if got := StatusDetailOnly(prev, next); got != c.detail {
+				t.Errorf("StatusDetailOnly = %v, want %v", got, c.detail)
+			}
+		})
+	}
+	// The same changes of readiness with no Progressing condition at all (a status of before).
+	prev, next := rollingStatus(v1.ReasonRollingOut), rollingStatus(v1.ReasonRollingOut)
+	prev.Conditions, next.Conditions = prev.Conditions[:1], next.Conditions[:1]
+	groupDown(&next)
+	if StatusDetailOnly(prev, next) {
+		t.Error("a group going not ready with no Progressing condition is detail: want it written at once")
+	}
+}

@@ -2,13 +2,17 @@ package operator_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -191,5 +195,130 @@ func TestAServingWhoseNamespaceIsBeingDeletedDropsItsFinalizer(t *testing.T) {
 	t.Logf("serving removed %s after its deletion", took)
 	if _, err := getLWS(ctx, doomed, "qwen"); err != nil {
 		t.Errorf("the LeaderWorkerSet: %v; want it still there, being the namespace controller's to delete", err)
+	}
+}
+
+// A rollout's groups going not ready one after the other are its progress, written at most once
+// an interval, not a status write each: a rollout of 4 groups of 2 on the simulated cluster wrote
+// the status 10 times (each group down, then up), each write beside LWS's own steps. Its end is
+// written at once. envtest runs no LWS or StatefulSet controller: the test does what they would.
+func TestARolloutsGroupsGoingNotReadyAreNotAStatusWriteEach(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
+		t.Fatal(err)
+	}
+	lws := waitLWS(t, ns, "qwen", func(l *lwsv1.LeaderWorkerSet) bool { return revisionLabel(l) != "" })
+	oldRev := revisionLabel(lws)
+	lws.Status.ObservedGeneration = lws.Generation
+	if err := env.Client.Status().Update(ctx, lws); err != nil {
+		t.Fatal(err)
+	}
+	createReadyGroups(t, ns, "qwen", 2, oldRev)
+	createDoneLeaderSet(t, ns, "qwen", 2)
+	progressing := func(reason string) func(*v1.ModelServing) bool {
+		return func(ms *v1.ModelServing) bool {
+			c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
+			return ms.Status.ObservedGeneration == ms.Generation && c != nil && c.Reason == reason && ms.Status.ReadyReplicas == 2
+		}
+	}
+	waitServing(t, ns, "qwen", "the first rollout done", progressing(v1.ReasonRolloutComplete))
+
+	updateServing(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = "vllm/vllm-openai:v0.12.0" })
+	lws = waitLWS(t, ns, "qwen", func(l *lwsv1.LeaderWorkerSet) bool { return revisionLabel(l) != oldRev })
+	newRev := revisionLabel(lws)
+	lws.Status.ObservedGeneration = lws.Generation
+	if err := env.Client.Status().Update(ctx, lws); err != nil {
+		t.Fatal(err)
+	}
+	rolling := waitServing(t, ns, "qwen", "the rollout begun", progressing(v1.ReasonRollingOut))
+	w, err := watchClient(t).Watch(ctx, &v1.ModelServingList{}, client.InNamespace(ns),
+		client.MatchingFields{"metadata.name": "qwen"}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rolling.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	next := func(what string) (v1.ModelServingStatus, time.Time) {
+		t.Helper()
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					t.Fatal("the watch ended")
+				}
+				if ev.Type == watch.Modified {
+					return ev.Object.(*v1.ModelServing).Status, time.Now()
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("no status write within 20 s: want %s", what)
+			}
+		}
+	}
+
+	// LWS replaces group 1: its pods go, the new revision's come up loading.
+	down := time.Now()
+	replaceGroup(t, ns, "qwen", 1, newRev)
+	st, at := next("group 1 not ready")
+	if st.ReadyReplicas != 1 || st.Groups[1].Ready {
+		t.Fatalf("the first write after group 1 was replaced: %d groups ready, group 1 ready %v; want 1, false\n%+v", st.ReadyReplicas, st.Groups[1].Ready, st)
+	}
+	// Held back as detail: written an interval (1 s) after the pass that first saw it, which
+	// came after the pods went. Written at once, it came within a few ms.
+	if waited := at.Sub(down); waited < 900*time.Millisecond {
+		t.Errorf("group 1 going not ready mid rollout was written %s after its pods went: want it held back as the rollout's progress (one write an interval at most)", waited)
+	}
+	if st.Groups[1].Revision != newRev || st.Groups[1].Reason == "" {
+		t.Errorf("group 1 written with revision %q, reason %q: want %s and why it is not ready (the detail held with it)", st.Groups[1].Revision, st.Groups[1].Reason, newRev)
+	}
+
+	// The rest of the rollout, and its end: written at once when the last group is ready.
+	markPodsReady(t, ns, client.MatchingLabels{v1.LabelName: "qwen", lwsv1.GroupIndexLabelKey: "1"})
+	replaceGroup(t, ns, "qwen", 0, newRev)
+	markPodsReady(t, ns, client.MatchingLabels{v1.LabelName: "qwen", lwsv1.GroupIndexLabelKey: "0"})
+	for {
+		st, _ := next("the rollout done")
+		c := meta.FindStatusCondition(st.Conditions, v1.ConditionProgressing)
+		if c != nil && c.Reason == v1.ReasonRolloutComplete {
+			if st.ReadyReplicas != 2 || st.UpdatedReplicas != 2 || st.CurrentRevision != newRev {
+				t.Errorf("the rollout's end: %d ready, %d updated, current revision %s; want 2, 2, %s", st.ReadyReplicas, st.UpdatedReplicas, st.CurrentRevision, newRev)
+			}
+			return
+		}
+	}
+}
+
+// replaceGroup replaces group g of a serving without roles, as LWS does when the partition moves
+// below it: the old pods go, the new revision's come up loading.
+func replaceGroup(t *testing.T, ns, serving string, g int, rev string) {
+	t.Helper()
+	ctx := context.Background()
+	sel := client.MatchingLabels{v1.LabelName: serving, lwsv1.GroupIndexLabelKey: fmt.Sprint(g)}
+	if err := env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), sel, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("group %d's pods gone", g), func() (bool, error) {
+		list := &corev1.PodList{}
+		err := env.Client.List(ctx, list, client.InNamespace(ns), sel)
+		return err == nil && len(list.Items) == 0, err
+	})
+	createGroupPods(t, ns, serving, g, map[string]string{v1.LabelName: serving, v1.LabelRevision: rev}, nil, false, time.Now())
+}
+
+// createDoneLeaderSet creates a LeaderWorkerSet's leader StatefulSet as done rolling, as the
+// StatefulSet controller reports it: the operator reads it before it calls a rollout done.
+func createDoneLeaderSet(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{lwsv1.SetNameLabelKey: name, lwsv1.WorkerIndexLabelKey: "0"}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: appsv1.StatefulSetSpec{
+		Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "x"}}}},
+	}}
+	if err := env.Client.Create(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: replicas, UpdatedReplicas: replicas}
+	if err := env.Client.Status().Update(ctx, sts); err != nil {
+		t.Fatal(err)
 	}
 }
