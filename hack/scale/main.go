@@ -32,6 +32,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,6 +72,7 @@ func main() {
 	only := flag.String("only", "", "run one side only: lws or kubectl-llm")
 	flag.StringVar(&firstSide, "first", "lws", "the side that goes first in the first round (lws or kubectl-llm): a round's idle cases run on a cluster the sides before it used (a fresh one for the very first), so which side goes first can tilt those rows")
 	flag.StringVar(&churnCPUFile, "churn-cpu", "", "save the operator's CPU profile while half the burst is deleted one at a time to this file (go tool pprof)")
+	flag.StringVar(&idleCPUFile, "idle-cpu", "", "save the operator's CPU profile of the idle cases' first 3 s a repetition (about all of them) to this file (go tool pprof)")
 	flag.StringVar(&cpuFile, "cpu", "", "save the operator's CPU profile of the burst's first 30 s to this file (go tool pprof)")
 	flag.StringVar(&traceFile, "trace", "", "save the operator's execution trace of the burst's first 10 s to this file (go tool trace; -pprof=sched, net or sync for where its goroutines wait)")
 	flag.StringVar(&heapFile, "heap", "", "save the operator's heap profile after the burst to this file, and before it to FILE.before (go tool pprof)")
@@ -250,6 +252,48 @@ type timing struct {
 
 // trace prints when each object of one burst object's pipeline appeared, in seconds after the
 // object was created (the API's timestamps have whole seconds): where its time went.
+// notReady prints, on stderr, what the namespace's top objects that are not Ready say, counted by
+// what they say, and the controller's work queues: why a burst did not come up in time.
+func notReady(ctx context.Context, s side, ns string) {
+	list := s.topList()
+	if err := kc.List(ctx, list, client.InNamespace(ns)); err != nil {
+		fmt.Fprintln(os.Stderr, "list what is not Ready:", err)
+		return
+	}
+	says := map[string]int{}
+	digits := regexp.MustCompile(`[0-9]+`)
+	items, _ := meta.ExtractList(list)
+	for _, o := range items {
+		obj := o.(client.Object)
+		if s.topReady(obj) {
+			continue
+		}
+		var what string
+		switch x := obj.(type) {
+		case *v1.ModelServing:
+			what = string(x.Status.Phase)
+			if c := meta.FindStatusCondition(x.Status.Conditions, v1.ConditionProgressing); c != nil {
+				what += " " + c.Reason + ": " + c.Message
+			}
+		case *lwsv1.LeaderWorkerSet:
+			for _, c := range x.Status.Conditions {
+				if c.Status == metav1.ConditionTrue {
+					what += c.Type + " " + c.Reason + "; "
+				}
+			}
+		}
+		says[digits.ReplaceAllString(what, "N")]++
+	}
+	for what, count := range says {
+		fmt.Fprintf(os.Stderr, "%s: %d not Ready say %q\n", s.name, count, what)
+	}
+	for k, v := range s.metrics(ctx) {
+		if strings.HasPrefix(k, "workqueue_depth") && v > 0 {
+			fmt.Fprintf(os.Stderr, "%s: %s %v\n", s.name, k, v)
+		}
+	}
+}
+
 func trace(ctx context.Context, ns, name string, t timing) {
 	at := func(ts metav1.Time) string {
 		return fmt.Sprintf("%+.0fs", ts.Sub(t.created.Truncate(time.Second)).Seconds())
@@ -275,8 +319,8 @@ func trace(ctx context.Context, ns, name string, t timing) {
 }
 
 var (
-	operatorArgs, heapFile, cpuFile, traceFile, churnCPUFile string
-	keepLogs                                                 bool
+	operatorArgs, heapFile, cpuFile, traceFile, churnCPUFile, idleCPUFile string
+	keepLogs                                                              bool
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN, singleN int
 	disagg                    bool
@@ -434,8 +478,20 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	}
 	idleComp0 := componentCPU()
 	idleProm0 := s.metrics(ctx)
+	var profile *exec.Cmd
+	if idleCPUFile != "" && s.name == "kubectl-llm" {
+		profile = exec.Command("curl", "-sf", "-o", idleCPUFile, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", operatorPprof, 3*reps))
+		if err := profile.Start(); err != nil {
+			return nil, err
+		}
+	}
 	if err := cases(&r.recovery, &r.rollout, &r.recoveryPhases, &r.rolloutPhases); err != nil {
 		return nil, err
+	}
+	if profile != nil {
+		if err := profile.Wait(); err != nil {
+			return nil, fmt.Errorf("profile %s: %w", idleCPUFile, err)
+		}
 	}
 	idleCPU1, err := cpuTime(pid)
 	if err != nil {
@@ -570,6 +626,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 				delete(created, name)
 			}
 		case <-deadline:
+			notReady(ctx, s, burstNS)
 			return nil, fmt.Errorf("burst of %d: only %d Ready in time", n, len(r.burst))
 		}
 	}
@@ -2368,7 +2425,7 @@ func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 	args := []string{"operator", "--kubeconfig", kubeconfig, "--as", sim.OperatorServiceAccount, "--lws=embedded", "--leader-elect=false",
 		"--metrics-bind-address=" + operatorMetrics, fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe),
 		"--webhook-port", strconv.Itoa(webhook), "--zap-log-level=error"}
-	if heapFile != "" || cpuFile != "" || traceFile != "" || churnCPUFile != "" {
+	if heapFile != "" || cpuFile != "" || traceFile != "" || churnCPUFile != "" || idleCPUFile != "" {
 		port, err := testenv.FreePort()
 		if err != nil {
 			return nil, err

@@ -2,10 +2,13 @@ package operator
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -14,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/status"
@@ -177,6 +181,45 @@ func mappedToServing(cache client.Reader, batch time.Duration, toServings handle
 			add(ctx, q, 0, e.Object)
 		},
 	}
+}
+
+// lwsEvents maps a LeaderWorkerSet's events to its serving as h does, at once, but for an update
+// that changes only the counts and conditions of its status (ready and updated groups, Available,
+// Progressing), which queues the pass after the batch, as a pod's update does: the serving's
+// status reads none of them (a group's readiness is its pods' word), and a rollout step or a
+// group's restart moved them 26 times per idle recovery and rollout in the harness, each a pass at once beside
+// the LWS controller's own. What a pass does read queues it at once: the LeaderWorkerSet made or
+// gone, its metadata, spec (its generation), status.observedGeneration (a rollout is done only
+// once the LWS controller observed the latest spec) and status.replicas (a Recreate waits for the
+// groups to be gone).
+func lwsEvents(atOnce, batched handler.EventHandler) handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: atOnce.Create,
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if lwsStatusCountsOnly(e.ObjectOld, e.ObjectNew) {
+				batched.Update(ctx, e, q)
+				return
+			}
+			atOnce.Update(ctx, e, q)
+		},
+		DeleteFunc:  atOnce.Delete,
+		GenericFunc: atOnce.Generic,
+	}
+}
+
+// lwsStatusCountsOnly reports whether an update of a LeaderWorkerSet changed nothing a serving's
+// pass reads: the same generation, metadata, status.observedGeneration and status.replicas.
+func lwsStatusCountsOnly(old, cur client.Object) bool {
+	o, ok1 := old.(*lwsv1.LeaderWorkerSet)
+	c, ok2 := cur.(*lwsv1.LeaderWorkerSet)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return o.Generation == c.Generation && o.UID == c.UID &&
+		o.Status.ObservedGeneration == c.Status.ObservedGeneration && o.Status.Replicas == c.Status.Replicas &&
+		o.DeletionTimestamp.Equal(c.DeletionTimestamp) &&
+		maps.Equal(o.Labels, c.Labels) && maps.Equal(o.Annotations, c.Annotations) &&
+		slices.Equal(o.Finalizers, c.Finalizers) && equality.Semantic.DeepEqual(o.OwnerReferences, c.OwnerReferences)
 }
 
 // readinessChanged reports whether an update moved a pod into or out of Ready as the serving's

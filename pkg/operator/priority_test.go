@@ -9,12 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/scheme"
@@ -315,5 +317,66 @@ func TestAGroupsPodEventsWithinTheBatchAreOnePass(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := q2.Len(); n != 0 {
 		t.Fatalf("%d more passes after the batch's one, want none", n)
+	}
+}
+
+// A LeaderWorkerSet's update that moves only its status's counts and conditions queues its
+// serving after the batch, as a pod's update does; whatever a serving's pass reads of it queues at
+// once, as do its creation and deletion.
+func TestALeaderWorkerSetsStatusCountsAreBatched(t *testing.T) {
+	live := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live"}}
+	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(live).Build()
+	ctx := context.Background()
+	h := lwsEvents(mappedToServing(cache, 0, byLabel), mappedToServing(cache, time.Hour, byLabel))
+	base := &lwsv1.LeaderWorkerSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live", Labels: map[string]string{v1.LabelName: "live"}, Generation: 2, UID: "u1"},
+		Status:     lwsv1.LeaderWorkerSetStatus{ObservedGeneration: 2, Replicas: 4, ReadyReplicas: 4, UpdatedReplicas: 4},
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*lwsv1.LeaderWorkerSet)
+		batch  bool
+	}{
+		{"a group's readiness", func(l *lwsv1.LeaderWorkerSet) { l.Status.ReadyReplicas = 3 }, true},
+		{"a group updated", func(l *lwsv1.LeaderWorkerSet) { l.Status.UpdatedReplicas = 3 }, true},
+		{"a condition", func(l *lwsv1.LeaderWorkerSet) {
+			l.Status.Conditions = []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "GroupsProgressing"}}
+		}, true},
+		{"the status observing the spec", func(l *lwsv1.LeaderWorkerSet) { l.Status.ObservedGeneration = 1 }, false},
+		{"the groups that exist", func(l *lwsv1.LeaderWorkerSet) { l.Status.Replicas = 3 }, false},
+		{"the spec (its generation)", func(l *lwsv1.LeaderWorkerSet) { l.Generation = 3 }, false},
+		{"a label", func(l *lwsv1.LeaderWorkerSet) { l.Labels = map[string]string{v1.LabelName: "live", "x": "y"} }, false},
+		{"an annotation", func(l *lwsv1.LeaderWorkerSet) { l.Annotations = map[string]string{"x": "y"} }, false},
+		{"its owner", func(l *lwsv1.LeaderWorkerSet) {
+			l.OwnerReferences = []metav1.OwnerReference{{Kind: "ModelServing", Name: "live", UID: "s1"}}
+		}, false},
+		{"its deletion", func(l *lwsv1.LeaderWorkerSet) { now := metav1.Now(); l.DeletionTimestamp = &now }, false},
+		{"a finalizer", func(l *lwsv1.LeaderWorkerSet) { l.Finalizers = []string{"x"} }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := priorityqueue.New[reconcile.Request]("test")
+			defer q.ShutDown()
+			cur := base.DeepCopy()
+			c.change(cur)
+			h.Update(ctx, event.UpdateEvent{ObjectOld: base, ObjectNew: cur}, q)
+			if n, want := q.Len(), map[bool]int{true: 0, false: 1}[c.batch]; n != want {
+				t.Errorf("%d passes due at once, want %d (batched: %v)", n, want, c.batch)
+			}
+		})
+	}
+	for name, ev := range map[string]func(q workqueue.TypedRateLimitingInterface[reconcile.Request]){
+		"created": func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Create(ctx, event.CreateEvent{Object: base}, q)
+		},
+		"deleted": func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Delete(ctx, event.DeleteEvent{Object: base}, q)
+		},
+	} {
+		q := priorityqueue.New[reconcile.Request]("test")
+		ev(q)
+		if n := q.Len(); n != 1 {
+			t.Errorf("%s: %d passes due at once, want 1", name, n)
+		}
+		q.ShutDown()
 	}
 }
