@@ -81,6 +81,7 @@ func main() {
 	flag.BoolVar(&disagg, "disagg", false, "instead of the other cases, roll a 2 prefill : 6 decode topology -reps times by LWS's DisaggregatedSet and by a ModelServing with roles")
 	flag.Float64Var(&deleteRate, "delete-rate", 5, "after the burst, its first half is deleted one object at a time, this many a second on a fixed schedule, and the cases are timed while the deletes are made (then the rest goes with its namespace)")
 	flag.Float64Var(&burstRate, "rate", 20, "burst objects created a second, on a fixed schedule (each create on its own, up to 64 at once), the same on both sides; 0: one after the other, as fast as one client can")
+	flag.BoolVar(&idleOnly, "idle-only", false, "run the idle recovery and rollout alone (no burst, no churn), so that many short rounds (-rounds) alternate the sides: the idle rows' medians then drift less with the cluster's state than over two long rounds")
 	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
 	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged, create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
 	flag.BoolVar(&keepLogs, "keep", false, "keep the run's directory (the operators' logs) when it succeeds too")
@@ -323,7 +324,7 @@ var (
 	keepLogs                                                              bool
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN, singleN int
-	disagg                    bool
+	disagg, idleOnly          bool
 	// burstRate is how many burst objects are created a second (0: one after the other, as fast
 	// as one client can).
 	burstRate float64
@@ -516,6 +517,10 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "%s RSS before the burst: %s\n", s.name, rssParts(pid))
+	if idleOnly {
+		deleteNamespace(ctx, ns)
+		return r, nil
+	}
 	if s.name == "kubectl-llm" && heapFile != "" {
 		// The heap before the burst too (FILE.before): what the operator holds converged and idle.
 		if out, err := exec.Command("curl", "-sf", "-o", heapFile+".before", "http://"+operatorPprof+"/debug/pprof/heap?gc=1").CombinedOutput(); err != nil {
@@ -1950,6 +1955,12 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		{"client requests", "controller's requests per idle recovery and rollout (its client)", ""},
 	} {
 		numOf(c.name, c.unit, func(r *results) float64 { return r.idleInternals[c.key] }, nil)
+	}
+	if idleOnly {
+		fmt.Fprintln(w)
+		requestTable(w, "API requests per idle recovery and rollout (one of each)", lws, llm, func(r *results) map[string]float64 { return r.idleRequests })
+		waitTable(w, "during the idle cases", lws, llm, func(r *results) map[string]time.Duration { return r.idleWait })
+		return
 	}
 	churnRows := func(how string, of func(*results) *churned) {
 		row(how+": the first delete → their last pod gone", func(r *results) []time.Duration { return of(r).deletion })
