@@ -479,20 +479,15 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	}
 	idleComp0 := componentCPU()
 	idleProm0 := s.metrics(ctx)
-	var profile *exec.Cmd
-	if idleCPUFile != "" && s.name == "kubectl-llm" {
-		profile = exec.Command("curl", "-sf", "-o", idleCPUFile, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", operatorPprof, 3*reps))
-		if err := profile.Start(); err != nil {
-			return nil, err
-		}
+	profiled, err := cpuProfile(s, idleCPUFile, 3*reps)
+	if err != nil {
+		return nil, err
 	}
 	if err := cases(&r.recovery, &r.rollout, &r.recoveryPhases, &r.rolloutPhases); err != nil {
 		return nil, err
 	}
-	if profile != nil {
-		if err := profile.Wait(); err != nil {
-			return nil, fmt.Errorf("profile %s: %w", idleCPUFile, err)
-		}
+	if err := profiled(); err != nil {
+		return nil, err
 	}
 	idleCPU1, err := cpuTime(pid)
 	if err != nil {
@@ -772,21 +767,15 @@ func churn(ctx context.Context, s side, r *results, pid, n int, ns, burstNS stri
 	// falls into it too, as it would under a steady churn. Until the last pod is gone instead,
 	// one side's cases ran beside a slow tail of the garbage collector, the other's beside the
 	// deletes themselves.
-	var profile *exec.Cmd
-	if churnCPUFile != "" && s.name == "kubectl-llm" {
-		window := max(1, int(float64(half)/deleteRate))
-		profile = exec.Command("curl", "-sf", "-o", churnCPUFile, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", operatorPprof, window))
-		if err := profile.Start(); err != nil {
-			return err
-		}
+	profiled, err := cpuProfile(s, churnCPUFile, max(1, int(float64(half)/deleteRate)))
+	if err != nil {
+		return err
 	}
 	if r.byObject, err = timedThrough(ctx, s, pid, half, ns, image, byObject, deleted, halfGone); err != nil {
 		return fmt.Errorf("while deleted one at a time: %w", err)
 	}
-	if profile != nil {
-		if err := profile.Wait(); err != nil {
-			return fmt.Errorf("profile %s: %w", churnCPUFile, err)
-		}
+	if err := profiled(); err != nil {
+		return err
 	}
 	var nsDeleted time.Time
 	byNamespace := func() error {
@@ -1957,9 +1946,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		numOf(c.name, c.unit, func(r *results) float64 { return r.idleInternals[c.key] }, nil)
 	}
 	if idleOnly {
-		fmt.Fprintln(w)
-		requestTable(w, "API requests per idle recovery and rollout (one of each)", lws, llm, func(r *results) map[string]float64 { return r.idleRequests })
-		waitTable(w, "during the idle cases", lws, llm, func(r *results) map[string]time.Duration { return r.idleWait })
+		printRequests(w, lws, llm)
 		return
 	}
 	churnRows := func(how string, of func(*results) *churned) {
@@ -2100,6 +2087,10 @@ func sumRequests(m map[string]float64, keep func(string) bool) float64 {
 // goes with its namespace.
 func printRequests(w *os.File, lws, llm *results) {
 	requestTable(w, "API requests per idle recovery and rollout (one of each)", lws, llm, func(r *results) map[string]float64 { return r.idleRequests })
+	if idleOnly {
+		printWaits(w, lws, llm)
+		return
+	}
 	requestTable(w, "API requests per burst object", lws, llm, func(r *results) map[string]float64 { return r.requests })
 	requestTable(w, fmt.Sprintf("API requests per deleted object while half the burst is deleted one at a time, %g a second (the cases' too)", deleteRate),
 		lws, llm, func(r *results) map[string]float64 { return r.byObject.requests })
@@ -2155,6 +2146,9 @@ func bothKeys[V any](lws, llm *results, m func(*results) map[string]V) []string 
 // wait by priority level during each side's burst.
 func printWaits(w *os.File, lws, llm *results) {
 	waitTable(w, "during the idle cases", lws, llm, func(r *results) map[string]time.Duration { return r.idleWait })
+	if idleOnly {
+		return
+	}
 	waitTable(w, "during the burst", lws, llm, func(r *results) map[string]time.Duration { return r.apiWait })
 	waitTable(w, fmt.Sprintf("while half the burst is deleted one at a time, %g a second", deleteRate), lws, llm,
 		func(r *results) map[string]time.Duration { return r.byObject.apiWait })
@@ -2388,6 +2382,25 @@ func componentCPU() map[string]time.Duration {
 		}
 	}
 	return out
+}
+
+// cpuProfile starts saving the operator's CPU profile of the next seconds to file, on the
+// kubectl-llm side when file is set, and returns what waits for it to be saved (nothing to wait
+// for otherwise).
+func cpuProfile(s side, file string, seconds int) (wait func() error, err error) {
+	if file == "" || s.name != "kubectl-llm" {
+		return func() error { return nil }, nil
+	}
+	profile := exec.Command("curl", "-sf", "-o", file, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", operatorPprof, seconds))
+	if err := profile.Start(); err != nil {
+		return nil, err
+	}
+	return func() error {
+		if err := profile.Wait(); err != nil {
+			return fmt.Errorf("profile %s: %w", file, err)
+		}
+		return nil
+	}, nil
 }
 
 // componentCPUSince is each component's CPU since the readings of componentCPU in before, per

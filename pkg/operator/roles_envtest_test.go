@@ -66,16 +66,8 @@ func createRoleGroup(t *testing.T, ns, serving string, role v1.RoleName, g int, 
 // the old pods go, the new revision's come up loading.
 func replaceRoleGroup(t *testing.T, ns, serving string, role v1.RoleName, g int, rev string) {
 	t.Helper()
-	ctx := context.Background()
-	sel := client.MatchingLabels{v1.LabelName: serving, naming.LabelRole: string(role), lwsv1.GroupIndexLabelKey: fmt.Sprint(g)}
-	if err := env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), sel, client.GracePeriodSeconds(0)); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("%s group %d's pods gone", role, g), func() (bool, error) {
-		list := &corev1.PodList{}
-		err := env.Client.List(ctx, list, client.InNamespace(ns), sel)
-		return err == nil && len(list.Items) == 0, err
-	})
+	deletePods(t, ns, client.MatchingLabels{v1.LabelName: serving, naming.LabelRole: string(role), lwsv1.GroupIndexLabelKey: fmt.Sprint(g)},
+		fmt.Sprintf("%s group %d's pods", role, g))
 	createRoleGroup(t, ns, serving, role, g, rev, "", false)
 }
 

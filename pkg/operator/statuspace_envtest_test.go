@@ -291,16 +291,7 @@ func TestARolloutsGroupsGoingNotReadyAreNotAStatusWriteEach(t *testing.T) {
 // below it: the old pods go, the new revision's come up loading.
 func replaceGroup(t *testing.T, ns, serving string, g int, rev string) {
 	t.Helper()
-	ctx := context.Background()
-	sel := client.MatchingLabels{v1.LabelName: serving, lwsv1.GroupIndexLabelKey: fmt.Sprint(g)}
-	if err := env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), sel, client.GracePeriodSeconds(0)); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("group %d's pods gone", g), func() (bool, error) {
-		list := &corev1.PodList{}
-		err := env.Client.List(ctx, list, client.InNamespace(ns), sel)
-		return err == nil && len(list.Items) == 0, err
-	})
+	deletePods(t, ns, client.MatchingLabels{v1.LabelName: serving, lwsv1.GroupIndexLabelKey: fmt.Sprint(g)}, fmt.Sprintf("group %d's pods", g))
 	createGroupPods(t, ns, serving, g, map[string]string{v1.LabelName: serving, v1.LabelRevision: rev}, nil, false, time.Now())
 }
 
@@ -321,4 +312,18 @@ func createDoneLeaderSet(t *testing.T, ns, name string, replicas int32) {
 	if err := env.Client.Status().Update(ctx, sts); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// deletePods deletes the pods sel selects at once (no grace) and waits until they are gone.
+func deletePods(t *testing.T, ns string, sel client.MatchingLabels, what string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), sel, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, what+" gone", func() (bool, error) {
+		list := &corev1.PodList{}
+		err := env.Client.List(ctx, list, client.InNamespace(ns), sel)
+		return err == nil && len(list.Items) == 0, err
+	})
 }
