@@ -82,12 +82,17 @@ func main() {
 	flag.Float64Var(&deleteRate, "delete-rate", 5, "after the burst, its first half is deleted one object at a time, this many a second on a fixed schedule, and the cases are timed while the deletes are made (then the rest goes with its namespace)")
 	flag.Float64Var(&burstRate, "rate", 20, "burst objects created a second, on a fixed schedule (each create on its own, up to 64 at once), the same on both sides; 0: one after the other, as fast as one client can")
 	flag.BoolVar(&idleOnly, "idle-only", false, "run the idle recovery and rollout alone (no burst, no churn), so that many short rounds (-rounds) alternate the sides: the idle rows' medians then drift less with the cluster's state than over two long rounds")
+	flag.BoolVar(&churnOnly, "churn-only", false, "run the burst and the cases while it is deleted, without the idle cases, so that many short rounds (-rounds, with a small -n) alternate the sides: the rows while servings are deleted then drift less with the cluster's state than over two long rounds")
 	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
 	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged, create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
 	flag.BoolVar(&keepLogs, "keep", false, "keep the run's directory (the operators' logs) when it succeeds too")
 	flag.StringVar(&operatorArgs, "operator-args", "", "extra flags of kubectl-llm operator, space-separated (to try a setting)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
+	if idleOnly && churnOnly {
+		fmt.Fprintln(os.Stderr, "scale: -idle-only and -churn-only each leave out what the other measures: give one of them")
+		os.Exit(2)
+	}
 	if err := run(*n, *reps, *nodes, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
@@ -325,6 +330,8 @@ var (
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN, singleN int
 	disagg, idleOnly          bool
+	// churnOnly is -churn-only: the burst and the churn, not the idle cases.
+	churnOnly bool
 	// burstRate is how many burst objects are created a second (0: one after the other, as fast
 	// as one client can).
 	burstRate float64
@@ -444,69 +451,11 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		}
 	}
 	image := 1
-	cases := func(rec, roll *[]time.Duration, recPh, rollPh *[]phases) error {
-		for i := 0; i < reps; i++ {
-			d, ph, err := recovery(ctx, s, ns, "rec")
-			switch {
-			case errors.Is(err, errNotRecreated):
-				fmt.Fprintf(os.Stderr, "%s: idle recovery %d: %v\n", s.name, i+1, err)
-				r.notRecreated++
-			case err != nil:
-				return fmt.Errorf("recovery %d: %w", i+1, err)
-			default:
-				*rec, *recPh = append(*rec, d), append(*recPh, ph)
-			}
-			image++
-			d, ph, err = rollout(ctx, s, ns, "roll", fmt.Sprintf("engine:v%d", image))
-			if err != nil {
-				return fmt.Errorf("rollout %d: %w", i+1, err)
-			}
-			*roll, *rollPh = append(*roll, d), append(*rollPh, ph)
+	if !churnOnly {
+		if err := idleCases(ctx, s, r, pid, ns, reps, &image); err != nil {
+			return nil, err
 		}
-		return nil
 	}
-	idle0, err := apiServerSeries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	idleReq0, err := apiRequests(ctx)
-	if err != nil {
-		return nil, err
-	}
-	idleCPU0, err := cpuTime(pid)
-	if err != nil {
-		return nil, err
-	}
-	idleComp0 := componentCPU()
-	idleProm0 := s.metrics(ctx)
-	profiled, err := cpuProfile(s, idleCPUFile, 3*reps)
-	if err != nil {
-		return nil, err
-	}
-	if err := cases(&r.recovery, &r.rollout, &r.recoveryPhases, &r.rolloutPhases); err != nil {
-		return nil, err
-	}
-	if err := profiled(); err != nil {
-		return nil, err
-	}
-	idleCPU1, err := cpuTime(pid)
-	if err != nil {
-		return nil, err
-	}
-	r.idleCPU = (idleCPU1 - idleCPU0) / time.Duration(reps)
-	r.idleComponentCPU = componentCPUSince(idleComp0, reps)
-	r.idleInternals = internals(idleProm0, s.metrics(ctx), reps)
-	idleReq1, err := apiRequests(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r.idleRequests = perObject(idleReq0, idleReq1, reps)
-	idle1, err := apiServerSeries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r.idleWait = apiWaits(idle0, idle1)
-	fmt.Fprintf(os.Stderr, "%s: idle cases of this round: recovery %s, rollout %s (median [min–max])\n", s.name, spreadOf(r.recovery), spreadOf(r.rollout))
 
 	if r.rssIdle, err = rssMiB(pid); err != nil {
 		return nil, err
@@ -718,6 +667,69 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		deleteNamespace(ctx, name)
 	}
 	return r, nil
+}
+
+// idleCases times reps recoveries of ns/rec and as many rollouts of ns/roll, with nothing else
+// going on, and what they cost (CPU, requests, the controllers' passes and queues), into r.
+func idleCases(ctx context.Context, s side, r *results, pid int, ns string, reps int, image *int) error {
+	idle0, err := apiServerSeries(ctx)
+	if err != nil {
+		return err
+	}
+	idleReq0, err := apiRequests(ctx)
+	if err != nil {
+		return err
+	}
+	idleCPU0, err := cpuTime(pid)
+	if err != nil {
+		return err
+	}
+	idleComp0 := componentCPU()
+	idleProm0 := s.metrics(ctx)
+	profiled, err := cpuProfile(s, idleCPUFile, 3*reps)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < reps; i++ {
+		d, ph, err := recovery(ctx, s, ns, "rec")
+		switch {
+		case errors.Is(err, errNotRecreated):
+			fmt.Fprintf(os.Stderr, "%s: idle recovery %d: %v\n", s.name, i+1, err)
+			r.notRecreated++
+		case err != nil:
+			return fmt.Errorf("recovery %d: %w", i+1, err)
+		default:
+			r.recovery, r.recoveryPhases = append(r.recovery, d), append(r.recoveryPhases, ph)
+		}
+		*image++
+		d, ph, err = rollout(ctx, s, ns, "roll", fmt.Sprintf("engine:v%d", *image))
+		if err != nil {
+			return fmt.Errorf("rollout %d: %w", i+1, err)
+		}
+		r.rollout, r.rolloutPhases = append(r.rollout, d), append(r.rolloutPhases, ph)
+	}
+	if err := profiled(); err != nil {
+		return err
+	}
+	idleCPU1, err := cpuTime(pid)
+	if err != nil {
+		return err
+	}
+	r.idleCPU = (idleCPU1 - idleCPU0) / time.Duration(reps)
+	r.idleComponentCPU = componentCPUSince(idleComp0, reps)
+	r.idleInternals = internals(idleProm0, s.metrics(ctx), reps)
+	idleReq1, err := apiRequests(ctx)
+	if err != nil {
+		return err
+	}
+	r.idleRequests = perObject(idleReq0, idleReq1, reps)
+	idle1, err := apiServerSeries(ctx)
+	if err != nil {
+		return err
+	}
+	r.idleWait = apiWaits(idle0, idle1)
+	fmt.Fprintf(os.Stderr, "%s: idle cases of this round: recovery %s, rollout %s (median [min–max])\n", s.name, spreadOf(r.recovery), spreadOf(r.rollout))
+	return nil
 }
 
 // maxChurnPairs bounds the recoveries and rollouts timed while part of a burst is deleted.
@@ -1872,7 +1884,11 @@ func watchTop(ctx context.Context, list client.ObjectList, ns string, ready func
 }
 
 func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
-	fmt.Fprintf(w, "Simulated cluster of %d nodes; recovery and rollout: median [min–max] of %d; burst: %d objects.\n\n", nodes, reps, n)
+	if churnOnly {
+		fmt.Fprintf(w, "Simulated cluster of %d nodes; burst: %d objects; recovery and rollout only while the burst is deleted, median [min–max] of all rounds.\n\n", nodes, n)
+	} else {
+		fmt.Fprintf(w, "Simulated cluster of %d nodes; recovery and rollout: median [min–max] of %d; burst: %d objects.\n\n", nodes, reps, n)
+	}
 	fmt.Fprintln(w, "| case | LWS alone | kubectl-llm | ratio |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- |")
 	row := func(name string, f func(*results) []time.Duration) {
@@ -1905,8 +1921,6 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, a, b, ratio)
 	}
 	num := func(name, unit string, f func(*results) float64) { numOf(name, unit, f, nil) }
-	row("worker deleted → group of 3 recreated and Ready, idle", func(r *results) []time.Duration { return r.recovery })
-	row("4 groups × 2, new image → all new and Ready, idle", func(r *results) []time.Duration { return r.rollout })
 	phaseRows := func(name string, of func(*results) []phases) {
 		for _, p := range []struct {
 			name string
@@ -1926,24 +1940,28 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			})
 		}
 	}
-	phaseRows("idle recovery", func(r *results) []phases { return r.recoveryPhases })
-	numOf("idle recoveries in which LWS remade only the deleted pod (not timed)", "", func(r *results) float64 { return float64(r.notRecreated) }, nil)
-	phaseRows("idle rollout", func(r *results) []phases { return r.rolloutPhases })
-	num("controller CPU per idle recovery and rollout (one of each)", "ms", func(r *results) float64 { return float64(r.idleCPU.Microseconds()) / 1000 })
-	for _, c := range components {
-		num(c+" CPU per idle recovery and rollout", "ms", func(r *results) float64 { return float64(r.idleComponentCPU[c].Microseconds()) / 1000 })
-	}
-	for _, c := range []struct{ key, name, unit string }{
-		{"modelserving reconciles", "ModelServing passes per idle recovery and rollout", ""},
-		{"modelserving work", "ModelServing pass during the idle cases, mean", "ms"},
-		{"leaderworkerset reconciles", "LeaderWorkerSet passes per idle recovery and rollout", ""},
-		{"leaderworkerset queue", "LeaderWorkerSet queue wait during the idle cases, mean", "ms"},
-		{"leaderworkerset work", "LeaderWorkerSet pass during the idle cases, mean", "ms"},
-		{"pod reconciles", "LWS pod controller passes per idle recovery and rollout", ""},
-		{"pod queue", "LWS pod controller queue wait during the idle cases, mean", "ms"},
-		{"client requests", "controller's requests per idle recovery and rollout (its client)", ""},
-	} {
-		numOf(c.name, c.unit, func(r *results) float64 { return r.idleInternals[c.key] }, nil)
+	if !churnOnly {
+		row("worker deleted → group of 3 recreated and Ready, idle", func(r *results) []time.Duration { return r.recovery })
+		row("4 groups × 2, new image → all new and Ready, idle", func(r *results) []time.Duration { return r.rollout })
+		phaseRows("idle recovery", func(r *results) []phases { return r.recoveryPhases })
+		numOf("idle recoveries in which LWS remade only the deleted pod (not timed)", "", func(r *results) float64 { return float64(r.notRecreated) }, nil)
+		phaseRows("idle rollout", func(r *results) []phases { return r.rolloutPhases })
+		num("controller CPU per idle recovery and rollout (one of each)", "ms", func(r *results) float64 { return float64(r.idleCPU.Microseconds()) / 1000 })
+		for _, c := range components {
+			num(c+" CPU per idle recovery and rollout", "ms", func(r *results) float64 { return float64(r.idleComponentCPU[c].Microseconds()) / 1000 })
+		}
+		for _, c := range []struct{ key, name, unit string }{
+			{"modelserving reconciles", "ModelServing passes per idle recovery and rollout", ""},
+			{"modelserving work", "ModelServing pass during the idle cases, mean", "ms"},
+			{"leaderworkerset reconciles", "LeaderWorkerSet passes per idle recovery and rollout", ""},
+			{"leaderworkerset queue", "LeaderWorkerSet queue wait during the idle cases, mean", "ms"},
+			{"leaderworkerset work", "LeaderWorkerSet pass during the idle cases, mean", "ms"},
+			{"pod reconciles", "LWS pod controller passes per idle recovery and rollout", ""},
+			{"pod queue", "LWS pod controller queue wait during the idle cases, mean", "ms"},
+			{"client requests", "controller's requests per idle recovery and rollout (its client)", ""},
+		} {
+			numOf(c.name, c.unit, func(r *results) float64 { return r.idleInternals[c.key] }, nil)
+		}
 	}
 	if idleOnly {
 		printRequests(w, lws, llm)

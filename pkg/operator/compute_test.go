@@ -29,13 +29,13 @@ func recorded(t *testing.T, ms *v1.ModelServing, n int64) appsv1.ControllerRevis
 	return *cr
 }
 
-func revName(t *testing.T, ms *v1.ModelServing) string {
+func revName(t testing.TB, ms *v1.ModelServing) string {
 	t.Helper()
 	return revision.Name(ms.Name, fixtures.RevisionSpec(t, ms.Spec))
 }
 
 // liveLWS is the LWS the operator applied for a serving, as the API server returns it.
-func liveLWS(t *testing.T, ms *v1.ModelServing, replicas int32) *lwsv1.LeaderWorkerSet {
+func liveLWS(t testing.TB, ms *v1.ModelServing, replicas int32) *lwsv1.LeaderWorkerSet {
 	t.Helper()
 	ac, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: revName(t, ms), RevisionSpec: fixtures.RevisionSpec(t, ms.Spec), Replicas: replicas})
 	if err != nil {
