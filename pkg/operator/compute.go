@@ -28,6 +28,11 @@ type intent struct {
 	// lws and service are the children to apply; nil when one must not be (a name conflict).
 	lws     *lwsac.LeaderWorkerSetApplyConfiguration
 	service *corev1ac.ServiceApplyConfiguration
+	// lwsHash is lws's IntentHash when compute knows it ("" otherwise). lwsKept, when set, is
+	// what lws is built from, left unbuilt (lws nil) because the live LeaderWorkerSet carries
+	// lwsHash already (see builtLWS): applyLWS builds it only if it must write.
+	lwsHash string
+	lwsKept *LWSInput
 	// createRevision records the update revision; renumber brings a recorded one back to the
 	// top (rollout undo). At most one of them is set.
 	createRevision *appsv1.ControllerRevision
@@ -60,6 +65,8 @@ type revisionRenumber struct {
 type computeInput struct {
 	now          time.Time
 	historyLimit int
+	// built remembers the LeaderWorkerSets the passes built; nil: every pass builds its own.
+	built *builtLWS
 }
 
 // compute decides, purely from what one pass observed, what the pass writes: the revision to
@@ -96,7 +103,10 @@ func compute(obs *observed, in computeInput) intent {
 	// The update revision must make a valid LWS before it is recorded: a spec that cannot become
 	// pods is terminal, whatever the LWS carries now. The LWS built here is the one applied when
 	// the plan runs the update revision (most passes): it is built once.
-	updateLWS, err := DesiredLeaderWorkerSet(LWSInput{Serving: ms, Revision: out.updateRev, RevisionSpec: updateSpec, Replicas: out.plan.Replicas})
+	// When the inputs are those of an earlier pass and the live LWS carries what they built to,
+	// that is known without building it again (see builtLWS).
+	updateIn := LWSInput{Serving: ms, Revision: out.updateRev, RevisionSpec: updateSpec, Replicas: out.plan.Replicas}
+	updateLWS, updateHash, err := in.built.build(updateIn, obs.lws)
 	if err != nil {
 		return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
 	}
@@ -106,7 +116,19 @@ func compute(obs *observed, in computeInput) intent {
 		return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
 	}
 
-	if !obs.lwsConflict {
+	switch {
+	case obs.lwsConflict:
+	case out.plan.TemplateRevision == out.updateRev:
+		out.lws, out.lwsHash = updateLWS, updateHash
+		if updateLWS == nil {
+			out.lwsKept = &updateIn
+		}
+	default:
+		if updateLWS == nil { // the live LWS carries the update revision, the plan holds another
+			if updateLWS, err = DesiredLeaderWorkerSet(updateIn); err != nil {
+				return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
+			}
+		}
 		lws, note, err := desiredLWSFor(obs, out.plan, out.updateRev, updateLWS)
 		if err != nil {
 			return intent{updateRev: out.updateRev, plan: out.plan, specErr: err}
@@ -150,14 +172,11 @@ func (out *intent) record(obs *observed, updateSpec revision.Spec) ([]appsv1.Con
 	return revisions, nil
 }
 
-// desiredLWSFor is the LWS the plan asks for, given the one the update revision makes. A plan that
-// holds an older revision (paused, or a Recreate stopping the old groups) takes that revision's
+// desiredLWSFor is the LWS a plan that holds another revision than the update revision asks for,
+// given the one the update revision makes. A plan that holds an older revision (paused, or a Recreate stopping the old groups) takes that revision's
 // recorded spec; when its record is gone (deleted by hand), the LWS keeps the template it carries
 // now, so the hold still holds.
 func desiredLWSFor(obs *observed, plan Plan, updateRev string, updateLWS *lwsac.LeaderWorkerSetApplyConfiguration) (*lwsac.LeaderWorkerSetApplyConfiguration, string, error) {
-	if plan.TemplateRevision == updateRev {
-		return updateLWS, "", nil
-	}
 	if rec := findRevision(obs.revisions, plan.TemplateRevision); rec != nil {
 		spec, err := revision.Decode(rec)
 		if err != nil {

@@ -102,6 +102,8 @@ type Reconciler struct {
 	// restart every child is applied once (an unchanged apply writes nothing), so a hand edit made
 	// while the operator was down is undone too.
 	applied sync.Map // childKey -> int64 (LWS generation) or string (Service resourceVersion)
+	// built remembers what each serving's LeaderWorkerSet was last built from and to (see builtLWS).
+	built builtLWS
 	// rolloutStart remembers when a serving's current rollout began, for the duration metric.
 	rolloutStart sync.Map // types.NamespacedName -> time.Time
 	// StatusDetailInterval is how long a change of detail alone (StatusDetailOnly) waits before
@@ -268,7 +270,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 
-	in := compute(obs, computeInput{now: r.Clock.Now(), historyLimit: r.HistoryLimit})
+	in := compute(obs, computeInput{now: r.Clock.Now(), historyLimit: r.HistoryLimit, built: &r.built})
 	var actErr error
 	if in.specErr == nil {
 		actErr = r.act(ctx, obs, &in)
@@ -735,14 +737,14 @@ func (r *Reconciler) applyServices(ctx context.Context, obs *observed, in *inten
 
 // applyWorkloads applies the serving's LeaderWorkerSet, or its roles' ones.
 func (r *Reconciler) applyWorkloads(ctx context.Context, obs *observed, in *intent) error {
-	if in.lws != nil {
-		if err := r.applyLWS(ctx, obs.lws, in.lws); err != nil {
+	if in.lws != nil || in.lwsKept != nil {
+		if err := r.applyLWS(ctx, obs.lws, in.lws, in.lwsHash, in.lwsKept); err != nil {
 			return err
 		}
 	}
 	for _, ri := range in.roles {
 		if ri.lws != nil {
-			if err := r.applyLWS(ctx, obs.role(ri.name).lws, ri.lws); err != nil {
+			if err := r.applyLWS(ctx, obs.role(ri.name).lws, ri.lws, "", nil); err != nil {
 				return err
 			}
 		}
@@ -765,6 +767,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.statusWritten.Delete(key)
 	r.detailHeld.Delete(key)
 	r.rolloutStart.Delete(key)
+	r.built.forget(key)
 	r.echoes.forget(key)
 	r.released.Delete(key)
 	r.unseen.forget(key)
@@ -786,16 +789,31 @@ func (r *Reconciler) forgetChildren(key types.NamespacedName) {
 	}
 }
 
-// applyLWS applies a desired LeaderWorkerSet over the live one (nil when there is none).
-func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, desired *lwsac.LeaderWorkerSetApplyConfiguration) error {
-	hash := IntentHash(desired)
-	key := types.NamespacedName{Namespace: ptr.Deref(desired.Namespace, ""), Name: ptr.Deref(desired.Name, "")}
+// applyLWS applies a desired LeaderWorkerSet over the live one (nil when there is none). hash is
+// desired's IntentHash, "" when not known yet. desired is nil when the live one carries hash
+// already (see builtLWS): it is built from kept only if it must be written after all.
+func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, desired *lwsac.LeaderWorkerSetApplyConfiguration, hash string, kept *LWSInput) error {
+	if hash == "" {
+		hash = IntentHash(desired)
+	}
+	var key types.NamespacedName
+	if desired != nil {
+		key = types.NamespacedName{Namespace: ptr.Deref(desired.Namespace, ""), Name: ptr.Deref(desired.Name, "")}
+	} else {
+		key = types.NamespacedName{Namespace: kept.Serving.Namespace, Name: kept.Serving.Name}
+	}
 	ck := childKey{"LeaderWorkerSet", key}
 	if live != nil && live.Annotations[AnnotationAppliedHash] == hash {
 		// Skip only what we know we made: the generation our last apply returned. Status writes
 		// (LWS's own) do not move the generation; spec edits by anyone else do.
 		if gen, known := r.applied.Load(ck); known && gen.(int64) == live.Generation {
 			return nil
+		}
+	}
+	if desired == nil {
+		var err error
+		if desired, err = DesiredLeaderWorkerSet(*kept); err != nil {
+			return err
 		}
 	}
 	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})

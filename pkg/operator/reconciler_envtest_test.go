@@ -412,6 +412,25 @@ func TestAConvergedServingIsNotWrittenAgain(t *testing.T) {
 			t.Errorf("%s resourceVersion moved %s -> %s", k, v, after[k])
 		}
 	}
+
+	// Those passes built no LeaderWorkerSet (their inputs were the first's; see builtLWS). A hand
+	// edit of its spec, which moves its generation and leaves our hash on it, is still undone: the
+	// pass builds it after all.
+	lws, err := getLWS(ctx, ns, "qwen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := client.MergeFrom(lws.DeepCopy())
+	lws.Spec.Replicas = ptr.To[int32](5)
+	if err := env.Client.Patch(ctx, lws, edit); err != nil {
+		t.Fatal(err)
+	}
+	writes.Store(0)
+	pass(passes)
+	if writes.Load() == 0 {
+		t.Error("the pass after a hand edit of the LeaderWorkerSet's spec wrote nothing")
+	}
+	waitLWS(t, ns, "qwen", func(l *lwsv1.LeaderWorkerSet) bool { return ptr.Deref(l.Spec.Replicas, 0) == 2 })
 }
 
 func TestSpecChangeRollsTheTemplateRecordsARevisionAndPauseHoldsIt(t *testing.T) {
