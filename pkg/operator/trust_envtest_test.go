@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -234,8 +235,15 @@ func TestApplyErrorsReachTheStatus(t *testing.T) {
 			return errors.New(`Internal error occurred: failed calling webhook "mleaderworkerset.x-k8s.io": connection refused`)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			if ms, ok := o.(*v1.ModelServing); ok {
-				got = *ms.DeepCopy()
+			if sub == "status" {
+				// What the write changes: the conditions whole (a merge patch replaces a list).
+				data, err := p.Data(o)
+				if err != nil {
+					return err
+				}
+				if err := json.Unmarshal(data, &got); err != nil {
+					return err
+				}
 			}
 			return c.SubResource(sub).Patch(ctx, o, p, opts...)
 		},
