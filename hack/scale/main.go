@@ -1113,9 +1113,10 @@ func deleteNamespace(ctx context.Context, name string) {
 // and Ready and the top object says ready.
 func recovery(ctx context.Context, s side, ns, name string) (time.Duration, phases, error) {
 	old := podUIDs(ctx, ns, name)
+	worker := name + "-0-1"
 	return timedByWatch(ctx, s, ns, name, 2*time.Minute, 10*time.Second, func() error {
-		return kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-0-1"}})
-	}, 3, func(p *corev1.Pod) bool { return !old[p.UID] })
+		return kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: worker}})
+	}, 3, func(p *corev1.Pod) bool { return !old[p.UID] }, worker)
 }
 
 // rollout sets a new image and times, by watch, until every pod runs it, Ready, and the top
@@ -1123,7 +1124,7 @@ func recovery(ctx context.Context, s side, ns, name string) (time.Duration, phas
 func rollout(ctx context.Context, s side, ns, name, image string) (time.Duration, phases, error) {
 	return timedByWatch(ctx, s, ns, name, 3*time.Minute, 0, func() error {
 		return s.setImage(ctx, ns, name, image)
-	}, 8, func(p *corev1.Pod) bool { return p.Spec.Containers[0].Image == image })
+	}, 8, func(p *corev1.Pod) bool { return p.Spec.Containers[0].Image == image }, "")
 }
 
 // phases are where an idle recovery's or rollout's time went, each from its start, stamped when
@@ -1131,6 +1132,11 @@ func rollout(ctx context.Context, s side, ns, name, image string) (time.Duration
 // (made, not yet Ready: since session 20, to tell the group's making from its pods' start), every
 // pod new and Ready, the top object Ready.
 type phases struct {
+	// oldDeleted is when the first old pod the act did not delete itself was marked for
+	// deletion: in a recovery the LWS pod controller restarting the group (its leader deleted),
+	// in a rollout the first group taken down (the StatefulSet controller, once LWS updated the
+	// leader StatefulSet); the first new pod is made after it.
+	oldDeleted                        time.Duration
 	firstNew, podsNew, podsReady, top time.Duration
 }
 
@@ -1141,8 +1147,8 @@ type phases struct {
 // later, ~50–150 ms on changes that take 1–2 s.
 //
 // With stall > 0, a case whose want pods are all live and Ready, some of them old, with no pod
-// event for stall, ends with errNotRecreated.
-func timedByWatch(ctx context.Context, s side, ns, name string, timeout, stall time.Duration, act func() error, want int, isNew func(*corev1.Pod) bool) (time.Duration, phases, error) {
+// event for stall, ends with errNotRecreated. actDeletes names the pod act deletes itself, if any.
+func timedByWatch(ctx context.Context, s side, ns, name string, timeout, stall time.Duration, act func() error, want int, isNew func(*corev1.Pod) bool, actDeletes string) (time.Duration, phases, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	podWatch, err := kc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels{lwsv1.SetNameLabelKey: name})
@@ -1186,6 +1192,9 @@ func timedByWatch(ctx context.Context, s side, ns, name string, timeout, stall t
 		}
 		switch o := ev.Object.(type) {
 		case *corev1.Pod:
+			if ph.oldDeleted == 0 && !isNew(o) && o.Name != actDeletes && (o.DeletionTimestamp != nil || ev.Type == watch.Deleted) {
+				ph.oldDeleted = at
+			}
 			if ev.Type == watch.Deleted {
 				delete(pods, o.UID)
 			} else {
@@ -1926,6 +1935,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			name string
 			at   func(phases) time.Duration
 		}{
+			{"its first old pod marked for deletion (not by the harness)", func(p phases) time.Duration { return p.oldDeleted }},
 			{"its first new pod seen", func(p phases) time.Duration { return p.firstNew }},
 			{"every pod new (made, not yet Ready)", func(p phases) time.Duration { return p.podsNew }},
 			{"every pod new and Ready", func(p phases) time.Duration { return p.podsReady }},
@@ -1959,8 +1969,12 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			{"pod reconciles", "LWS pod controller passes per idle recovery and rollout", ""},
 			{"pod queue", "LWS pod controller queue wait during the idle cases, mean", "ms"},
 			{"client requests", "controller's requests per idle recovery and rollout (its client)", ""},
+			{"client throttled", "controller's requests' wait in its client-side rate limiter, per idle recovery and rollout", "ms"},
 		} {
-			numOf(c.name, c.unit, func(r *results) float64 { return r.idleInternals[c.key] }, nil)
+			numOf(c.name, c.unit, func(r *results) float64 { return r.idleInternals[c.key] }, func(r *results) bool {
+				_, ok := r.idleInternals[c.key]
+				return ok || c.key != "client throttled"
+			})
 		}
 	}
 	if idleOnly {
@@ -2066,8 +2080,12 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			{"pod reconciles", "LWS pod controller passes per deleted object", ""},
 			{"pod queue", "LWS pod controller queue wait, mean", "ms"},
 			{"client requests", "controller's requests per deleted object (its client)", ""},
+			{"client throttled", "controller's requests' wait in its client-side rate limiter, per deleted object", "ms"},
 		} {
-			numOf(how+": "+c.name, c.unit, func(r *results) float64 { return of(r).internals[c.key] }, nil)
+			numOf(how+": "+c.name, c.unit, func(r *results) float64 { return of(r).internals[c.key] }, func(r *results) bool {
+				_, ok := of(r).internals[c.key]
+				return ok || c.key != "client throttled"
+			})
 		}
 	}
 	churnCost(byObject, func(r *results) *churned { return &r.byObject })
