@@ -173,9 +173,9 @@ func (out *intent) record(obs *observed, updateSpec revision.Spec) ([]appsv1.Con
 }
 
 // desiredLWSFor is the LWS a plan that holds another revision than the update revision asks for,
-// given the one the update revision makes. A plan that holds an older revision (paused, or a Recreate stopping the old groups) takes that revision's
-// recorded spec; when its record is gone (deleted by hand), the LWS keeps the template it carries
-// now, so the hold still holds.
+// given the one the update revision makes. A plan that holds an older revision (paused, or a
+// Recreate stopping the old groups) takes that revision's recorded spec; when its record is gone
+// (deleted by hand), the LWS keeps the template it carries now, so the hold still holds.
 func desiredLWSFor(obs *observed, plan Plan, updateRev string, updateLWS *lwsac.LeaderWorkerSetApplyConfiguration) (*lwsac.LeaderWorkerSetApplyConfiguration, string, error) {
 	if rec := findRevision(obs.revisions, plan.TemplateRevision); rec != nil {
 		spec, err := revision.Decode(rec)
