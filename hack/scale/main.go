@@ -1892,6 +1892,10 @@ func watchTop(ctx context.Context, list client.ObjectList, ns string, ready func
 	return out, nil
 }
 
+// internalRow is one row of the controllers' own metrics (see internals): its key, its name in
+// the table and its unit.
+type internalRow struct{ key, name, unit string }
+
 func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	if churnOnly {
 		fmt.Fprintf(w, "Simulated cluster of %d nodes; burst: %d objects; recovery and rollout only while the burst is deleted, median [min–max] of all rounds.\n\n", nodes, n)
@@ -1930,6 +1934,16 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, a, b, ratio)
 	}
 	num := func(name, unit string, f func(*results) float64) { numOf(name, unit, f, nil) }
+	// internalRows are rows of the controllers' own metrics, each from the map of gives: the
+	// client-side rate limiter's wait, which only the operator reports, is "—" on the other side.
+	internalRows := func(prefix string, rows []internalRow, of func(*results) map[string]float64) {
+		for _, c := range rows {
+			numOf(prefix+c.name, c.unit, func(r *results) float64 { return of(r)[c.key] }, func(r *results) bool {
+				_, ok := of(r)[c.key]
+				return ok || c.key != "client throttled"
+			})
+		}
+	}
 	phaseRows := func(name string, of func(*results) []phases) {
 		for _, p := range []struct {
 			name string
@@ -1960,7 +1974,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		for _, c := range components {
 			num(c+" CPU per idle recovery and rollout", "ms", func(r *results) float64 { return float64(r.idleComponentCPU[c].Microseconds()) / 1000 })
 		}
-		for _, c := range []struct{ key, name, unit string }{
+		internalRows("", []internalRow{
 			{"modelserving reconciles", "ModelServing passes per idle recovery and rollout", ""},
 			{"modelserving work", "ModelServing pass during the idle cases, mean", "ms"},
 			{"leaderworkerset reconciles", "LeaderWorkerSet passes per idle recovery and rollout", ""},
@@ -1970,12 +1984,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			{"pod queue", "LWS pod controller queue wait during the idle cases, mean", "ms"},
 			{"client requests", "controller's requests per idle recovery and rollout (its client)", ""},
 			{"client throttled", "controller's requests' wait in its client-side rate limiter, per idle recovery and rollout", "ms"},
-		} {
-			numOf(c.name, c.unit, func(r *results) float64 { return r.idleInternals[c.key] }, func(r *results) bool {
-				_, ok := r.idleInternals[c.key]
-				return ok || c.key != "client throttled"
-			})
-		}
+		}, func(r *results) map[string]float64 { return r.idleInternals })
 	}
 	if idleOnly {
 		printRequests(w, lws, llm)
@@ -2045,7 +2054,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 	for _, c := range components {
 		num(c+" CPU per burst object", "ms", func(r *results) float64 { return float64(r.componentCPU[c].Microseconds()) / 1000 })
 	}
-	for _, c := range []struct{ key, name, unit string }{
+	internalRows("", []internalRow{
 		{"modelserving reconciles", "ModelServing passes per burst object", ""},
 		{"modelserving limited", "ModelServing passes failed or requeued at once (rate-limited) per burst object", ""},
 		{"modelserving queue", "ModelServing queue wait, mean", "ms"},
@@ -2058,12 +2067,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		{"client requests", "controller's requests per burst object (its client)", ""},
 		{"client throttled", "controller's requests' wait in its client-side rate limiter, per burst object", "ms"},
 		{"heap", "controller heap in use after the burst", "MiB"},
-	} {
-		numOf(c.name, c.unit, func(r *results) float64 { return r.internals[c.key] }, func(r *results) bool {
-			_, ok := r.internals[c.key]
-			return ok || c.key != "client throttled"
-		})
-	}
+	}, func(r *results) map[string]float64 { return r.internals })
 	churnCost := func(how string, of func(*results) *churned) {
 		num(how+": controller CPU per deleted object", "ms", func(r *results) float64 { return float64(of(r).cpu.Microseconds()) / 1000 })
 		for _, c := range components {
@@ -2071,7 +2075,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 				return float64(of(r).componentCPU[c].Microseconds()) / 1000
 			})
 		}
-		for _, c := range []struct{ key, name, unit string }{
+		internalRows(how+": ", []internalRow{
 			{"modelserving reconciles", "ModelServing passes per deleted object", ""},
 			{"modelserving queue", "ModelServing queue wait, mean", "ms"},
 			{"leaderworkerset reconciles", "LeaderWorkerSet passes per deleted object", ""},
@@ -2081,12 +2085,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			{"pod queue", "LWS pod controller queue wait, mean", "ms"},
 			{"client requests", "controller's requests per deleted object (its client)", ""},
 			{"client throttled", "controller's requests' wait in its client-side rate limiter, per deleted object", "ms"},
-		} {
-			numOf(how+": "+c.name, c.unit, func(r *results) float64 { return of(r).internals[c.key] }, func(r *results) bool {
-				_, ok := of(r).internals[c.key]
-				return ok || c.key != "client throttled"
-			})
-		}
+		}, func(r *results) map[string]float64 { return of(r).internals })
 	}
 	churnCost(byObject, func(r *results) *churned { return &r.byObject })
 	churnCost(byNamespace, func(r *results) *churned { return &r.byNamespace })
