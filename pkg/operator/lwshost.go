@@ -69,6 +69,11 @@ type WebhookOptions struct {
 	CertSecret string
 	// ConfigName names the webhook configurations.
 	ConfigName string
+	// OperatorUser is the user the operator's requests are authenticated as. The LeaderWorkerSet
+	// webhooks are not called for its writes of the LeaderWorkerSets it manages, which it admits
+	// itself with the webhooks' code (see admitLWS). Empty: KeepWebhookConfigurations asks the
+	// API server (whoAmI); if that fails, every write goes through the webhooks.
+	OperatorUser string
 }
 
 // InstallNamespace is the namespace `kubectl llm install` puts the operator in.
@@ -474,6 +479,13 @@ const webhookReapplyInterval = time.Second
 // taking them back.
 func KeepWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte, period time.Duration, fence func() error) error {
 	log := ctrl.Log.WithName("lws-webhooks")
+	if o.OperatorUser == "" {
+		user, err := whoAmI(ctx, cs)
+		if err != nil {
+			log.Error(err, "The LeaderWorkerSet webhooks will be called for the operator's own LeaderWorkerSets too")
+		}
+		o.OperatorUser = user
+	}
 	echoes := &webhookEchoes{}
 	apply := func() error {
 		m, v, err := applyWebhookConfigurations(ctx, cs, o, caPEM)
@@ -698,6 +710,8 @@ func webhookApplyError(kind, name string, err error) error {
 
 // WebhookConfigurations are the embedded LWS webhooks' configurations. Pod webhooks only see
 // pods LWS made (objectSelector), so the rest of the cluster never depends on this operator.
+// With o.OperatorUser, the LeaderWorkerSet webhooks skip that user's writes of LeaderWorkerSets
+// labelled as ours (ownLWSWritesCondition), which the operator admits itself (admitLWS).
 func WebhookConfigurations(o WebhookOptions, caPEM []byte) (*admissionac.MutatingWebhookConfigurationApplyConfiguration, *admissionac.ValidatingWebhookConfigurationApplyConfiguration) {
 	client := func(path string) *admissionac.WebhookClientConfigApplyConfiguration {
 		c := admissionac.WebhookClientConfig().WithCABundle(caPEM...)
@@ -716,16 +730,21 @@ func WebhookConfigurations(o WebhookOptions, caPEM []byte) (*admissionac.Mutatin
 		WithKey(lwsv1.SetNameLabelKey).WithOperator(metav1.LabelSelectorOpExists))
 	fail, none := admissionv1.Fail, admissionv1.SideEffectClassNone
 	labels := map[string]string{v1.LabelManagedBy: v1.ManagedByValue}
+	var lwsConditions []*admissionac.MatchConditionApplyConfiguration
+	if o.OperatorUser != "" {
+		lwsConditions = append(lwsConditions, ownLWSWritesCondition(o.OperatorUser))
+	}
 	mutating := admissionac.MutatingWebhookConfiguration(o.ConfigName).WithLabels(labels).WithWebhooks(
 		admissionac.MutatingWebhook().WithName("mleaderworkerset.kubectl-llm.dev").WithClientConfig(client(pathMutateLWS)).
-			WithRules(lwsRule).WithFailurePolicy(fail).WithSideEffects(none).WithAdmissionReviewVersions("v1"),
+			WithRules(lwsRule).WithMatchConditions(lwsConditions...).
+			WithFailurePolicy(fail).WithSideEffects(none).WithAdmissionReviewVersions("v1"),
 		admissionac.MutatingWebhook().WithName("mpod.kubectl-llm.dev").WithClientConfig(client(pathMutatePod)).
 			WithRules(podRule(admissionv1.Create)).WithObjectSelector(lwsPods).
 			WithFailurePolicy(fail).WithSideEffects(none).WithAdmissionReviewVersions("v1"),
 	)
 	validating := admissionac.ValidatingWebhookConfiguration(o.ConfigName).WithLabels(labels).WithWebhooks(
 		admissionac.ValidatingWebhook().WithName("vleaderworkerset.kubectl-llm.dev").WithClientConfig(client(pathValidateLWS)).
-			WithRules(lwsRule).WithFailurePolicy(fail).WithSideEffects(none).WithAdmissionReviewVersions("v1"),
+			WithRules(lwsRule).WithMatchConditions(lwsConditions...).WithFailurePolicy(fail).WithSideEffects(none).WithAdmissionReviewVersions("v1"),
 		admissionac.ValidatingWebhook().WithName("vpod.kubectl-llm.dev").WithClientConfig(client(pathValidatePod)).
 			WithRules(podRule(admissionv1.Create, admissionv1.Update)).WithObjectSelector(lwsPods).
 			WithFailurePolicy(fail).WithSideEffects(none).WithAdmissionReviewVersions("v1"),

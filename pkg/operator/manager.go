@@ -333,6 +333,7 @@ func newManager(ctx context.Context, cfg *rest.Config, opts Options) (_ manager.
 		// The embedded LWS caches every LeaderWorkerSet anyway: read ours from there.
 		r.Children = childReader{Reader: children, lws: mgr.GetCache()}
 		r.LWSSource = mgr.GetCache()
+		r.AdmitLWS = true // the embedded webhooks skip our own LeaderWorkerSet writes
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, nil, cleanup, fmt.Errorf("set up the ModelServing controller: %w", err)

@@ -95,6 +95,9 @@ type Reconciler struct {
 	Workers int
 	// Failpoints stop the process at a named point of a pass (the fault suite); inert when zero.
 	Failpoints failpoint.Set
+	// AdmitLWS runs the LWS webhooks' defaulting and validation on each LeaderWorkerSet before
+	// it is written (admitLWS): the embedded LWS webhooks skip the operator's own writes.
+	AdmitLWS bool
 
 	// applied remembers, per child, what our last apply produced (the LWS's generation, the
 	// Service's resourceVersion, both from the apply response), so a child that someone else
@@ -843,6 +846,11 @@ func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, 
 		}
 	}
 	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})
+	if r.AdmitLWS {
+		if err := admitLWS(ctx, desired); err != nil {
+			return err
+		}
+	}
 	if live != nil {
 		// Over the LWS this pass read only: a release by the garbage collector since (the
 		// serving deleted with --cascade=orphan) makes the API server refuse the apply. That is

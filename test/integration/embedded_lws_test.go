@@ -13,14 +13,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -221,5 +227,133 @@ func TestTheEmbeddedLWSLeavesANamespaceBeingDeletedAlone(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	if n, err := replicas(going); err != nil || n != 1 {
 		t.Errorf("the leader StatefulSet in the namespace being deleted has %d replicas (%v), want 1: the embedded LWS acted there", n, err)
+	}
+}
+
+// webhookRequests counts the requests the embedded webhook server has answered on path (the
+// controller-runtime webhook metrics of this process, where the operator runs).
+func webhookRequests(t *testing.T, path string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_webhook_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "webhook" && l.GetValue() == path {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
+
+const (
+	mutateLWSPath   = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
+	validateLWSPath = "/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
+)
+
+// The operator's own writes of its LeaderWorkerSets (a serving's create, its scale) are not sent
+// to the embedded LWS webhooks: the operator admits them itself with the webhooks' code. A
+// LeaderWorkerSet written by anyone else still is, labelled as ours or not, and is defaulted.
+// A serving whose LeaderWorkerSet LWS's validation refuses gets the refusal as its spec error, and
+// no LeaderWorkerSet is stored.
+func TestTheOperatorsOwnLeaderWorkerSetWritesSkipTheEmbeddedWebhooks(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	testenv.Eventually(t, 30*time.Second, "the LWS webhooks to skip the operator's own writes", func() (bool, error) {
+		m := &admissionv1.MutatingWebhookConfiguration{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Name: operator.DefaultWebhookOptions().ConfigName}, m); err != nil {
+			return false, err
+		}
+		for _, w := range m.Webhooks {
+			if w.Name == "mleaderworkerset.kubectl-llm.dev" {
+				return len(w.MatchConditions) == 1, nil
+			}
+		}
+		return false, nil
+	})
+	// The webhook server answers before anything below is counted.
+	testenv.Eventually(t, 30*time.Second, "the LWS webhook to answer", func() (bool, error) {
+		err := env.Client.Create(ctx, bareLWS(ns, "warm"))
+		return err == nil, err
+	})
+	mutated, validated := webhookRequests(t, mutateLWSPath), webhookRequests(t, validateLWSPath)
+
+	ms := &v1.ModelServing{
+		ObjectMeta: metav1.ObjectMeta{Name: "own", Namespace: ns},
+		Spec:       v1.ModelServingSpec{Model: "Qwen/Qwen3-0.6B", Replicas: ptr.To[int32](2), GroupSize: 2},
+	}
+	if err := env.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	lwsReplicas := func(n int32) func() (bool, error) {
+		return func() (bool, error) {
+			lws := &lwsv1.LeaderWorkerSet{}
+			err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "own"}, lws)
+			return err == nil && ptr.Deref(lws.Spec.Replicas, 0) == n, err
+		}
+	}
+	testenv.Eventually(t, 30*time.Second, "the serving's LeaderWorkerSet", lwsReplicas(2))
+	if err := env.Client.Patch(ctx, ms, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`))); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the LeaderWorkerSet scaled to 3", lwsReplicas(3))
+	if m, v := webhookRequests(t, mutateLWSPath)-mutated, webhookRequests(t, validateLWSPath)-validated; m != 0 || v != 0 {
+		t.Errorf("the operator's create and scale of its LeaderWorkerSet made %v mutating and %v validating webhook requests; want 0", m, v)
+	}
+
+	// Someone else's LeaderWorkerSet, labelled as ours, goes through both webhooks and is defaulted.
+	other := rest.CopyConfig(env.Config)
+	other.Impersonate = rest.ImpersonationConfig{UserName: "jane", Groups: []string{"system:masters"}}
+	jane, err := client.New(other, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hand := bareLWS(ns, "hand-made")
+	hand.Labels = map[string]string{v1.LabelManagedBy: v1.ManagedByValue}
+	if err := jane.Create(ctx, hand); err != nil {
+		t.Fatal(err)
+	}
+	if m, v := webhookRequests(t, mutateLWSPath)-mutated, webhookRequests(t, validateLWSPath)-validated; m != 1 || v != 1 {
+		t.Errorf("another user's LeaderWorkerSet made %v mutating and %v validating webhook requests; want 1 and 1", m, v)
+	}
+	if hand.Spec.RolloutStrategy.RollingUpdateConfiguration == nil || hand.Spec.NetworkConfig == nil {
+		t.Errorf("another user's LeaderWorkerSet was not defaulted: %+v", hand.Spec)
+	}
+
+	// maxUnavailable 1% of 1 group is 0, with maxSurge 0: LWS refuses it, and so does the operator.
+	stuck := &v1.ModelServing{
+		ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: ns},
+		Spec: v1.ModelServingSpec{Model: "Qwen/Qwen3-0.6B", Replicas: ptr.To[int32](1), GroupSize: 2,
+			Rollout: v1.RolloutSpec{MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromString("1%"))}},
+	}
+	if err := env.Client.Create(ctx, stuck); err != nil {
+		t.Fatal(err)
+	}
+	var msg string
+	testenv.Eventually(t, 30*time.Second, "the serving's spec error", func() (bool, error) {
+		got := &v1.ModelServing{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "stuck"}, got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDegraded)
+		if c == nil || c.Reason != v1.ReasonInvalidSpec {
+			return false, nil
+		}
+		msg = c.Message
+		return true, nil
+	})
+	if !strings.Contains(msg, "maxUnavailable") || !strings.Contains(msg, "spec.rollout") {
+		t.Errorf("the spec error says %q; want it to name maxUnavailable and spec.rollout", msg)
+	}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "stuck"}, &lwsv1.LeaderWorkerSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused LeaderWorkerSet: got %v, want it never stored", err)
 	}
 }
