@@ -28,11 +28,11 @@ type intent struct {
 	// lws and service are the children to apply; nil when one must not be (a name conflict).
 	lws     *lwsac.LeaderWorkerSetApplyConfiguration
 	service *corev1ac.ServiceApplyConfiguration
-	// lwsHash is lws's IntentHash when compute knows it ("" otherwise). lwsKept, when set, is
-	// what lws is built from, left unbuilt (lws nil) because the live LeaderWorkerSet carries
-	// lwsHash already (see builtLWS): applyLWS builds it only if it must write.
-	lwsHash string
-	lwsKept *LWSInput
+	// lwsHash is lws's IntentHash when compute knows it ("" otherwise). lwsRebuild, when set,
+	// builds lws, left unbuilt (lws nil) because the live LeaderWorkerSet carries lwsHash already
+	// (see builtLWS): applyLWS builds it only if it must write.
+	lwsHash    string
+	lwsRebuild func() (*lwsac.LeaderWorkerSetApplyConfiguration, error)
 	// createRevision records the update revision; renumber brings a recorded one back to the
 	// top (rollout undo). At most one of them is set.
 	createRevision *appsv1.ControllerRevision
@@ -53,6 +53,9 @@ type roleIntent struct {
 	name    v1.RoleName
 	lws     *lwsac.LeaderWorkerSetApplyConfiguration
 	service *corev1ac.ServiceApplyConfiguration
+	// hash and rebuild are as intent's lwsHash and lwsRebuild, for the role's LeaderWorkerSet.
+	hash    string
+	rebuild func() (*lwsac.LeaderWorkerSetApplyConfiguration, error)
 }
 
 // revisionRenumber makes an existing revision the newest.
@@ -121,7 +124,7 @@ func compute(obs *observed, in computeInput) intent {
 	case out.plan.TemplateRevision == out.updateRev:
 		out.lws, out.lwsHash = updateLWS, updateHash
 		if updateLWS == nil {
-			out.lwsKept = &updateIn
+			out.lwsRebuild = func() (*lwsac.LeaderWorkerSetApplyConfiguration, error) { return DesiredLeaderWorkerSet(updateIn) }
 		}
 	default:
 		if updateLWS == nil { // the live LWS carries the update revision, the plan holds another

@@ -42,7 +42,7 @@ func BenchmarkComputeConvergedPass(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				out := compute(obs, c.in)
-				if out.specErr != nil || (out.lws == nil) == (out.lwsKept == nil) || out.createRevision != nil {
+				if out.specErr != nil || (out.lws == nil) == (out.lwsRebuild == nil) || out.createRevision != nil {
 					b.Fatalf("not a converged pass: %+v", out)
 				}
 				hash := out.lwsHash

@@ -3,6 +3,7 @@ package operator
 import (
 	corev1 "k8s.io/api/core/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	lwsac "sigs.k8s.io/lws/client-go/applyconfiguration/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
@@ -54,15 +55,20 @@ func computeRoles(obs *observed, in computeInput, out intent, updateSpec revisio
 	for _, t := range out.rolePlan.Roles {
 		out.plan.Replicas += t.Replicas
 		// Built even when the name is taken: the update revision must make valid LWSs before it
-		// is recorded.
-		lws, err := DesiredRoleLeaderWorkerSet(RoleLWSInput{Serving: ms, Role: t.Name, Revision: out.updateRev, RevisionSpec: updateSpec, Target: t})
+		// is recorded. When the inputs are those of an earlier pass and the live LWS carries what
+		// they built to, that is known without building it again (see builtLWS).
+		seen := obs.role(t.Name)
+		roleIn := RoleLWSInput{Serving: ms, Role: t.Name, Revision: out.updateRev, RevisionSpec: updateSpec, Target: t}
+		lws, hash, err := in.built.buildRole(roleIn, seen.lws)
 		if err != nil {
 			return fail(err)
 		}
-		seen := obs.role(t.Name)
 		ri := roleIntent{name: t.Name}
 		if !seen.lwsConflict {
-			ri.lws = lws
+			ri.lws, ri.hash = lws, hash
+			if lws == nil {
+				ri.rebuild = func() (*lwsac.LeaderWorkerSetApplyConfiguration, error) { return DesiredRoleLeaderWorkerSet(roleIn) }
+			}
 		}
 		if !seen.serviceConflict {
 			ri.service = DesiredRoleService(ms, t.Name)

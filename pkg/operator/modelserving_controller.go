@@ -766,14 +766,17 @@ func (r *Reconciler) applyServices(ctx context.Context, obs *observed, in *inten
 
 // applyWorkloads applies the serving's LeaderWorkerSet, or its roles' ones.
 func (r *Reconciler) applyWorkloads(ctx context.Context, obs *observed, in *intent) error {
-	if in.lws != nil || in.lwsKept != nil {
-		if err := r.applyLWS(ctx, obs.lws, in.lws, in.lwsHash, in.lwsKept); err != nil {
+	ms := obs.serving
+	if in.lws != nil || in.lwsRebuild != nil {
+		key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
+		if err := r.applyLWS(ctx, key, obs.lws, in.lws, in.lwsHash, in.lwsRebuild); err != nil {
 			return err
 		}
 	}
 	for _, ri := range in.roles {
-		if ri.lws != nil {
-			if err := r.applyLWS(ctx, obs.role(ri.name).lws, ri.lws, "", nil); err != nil {
+		if ri.lws != nil || ri.rebuild != nil {
+			key := types.NamespacedName{Namespace: ms.Namespace, Name: naming.RoleWorkloadName(ms.Name, ri.name)}
+			if err := r.applyLWS(ctx, key, obs.role(ri.name).lws, ri.lws, ri.hash, ri.rebuild); err != nil {
 				return err
 			}
 		}
@@ -818,18 +821,13 @@ func (r *Reconciler) forgetChildren(key types.NamespacedName) {
 	}
 }
 
-// applyLWS applies a desired LeaderWorkerSet over the live one (nil when there is none). hash is
-// desired's IntentHash, "" when not known yet. desired is nil when the live one carries hash
-// already (see builtLWS): it is built from kept only if it must be written after all.
-func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, desired *lwsac.LeaderWorkerSetApplyConfiguration, hash string, kept *LWSInput) error {
+// applyLWS applies a desired LeaderWorkerSet, named key, over the live one (nil when there is
+// none). hash is desired's IntentHash, "" when not known yet. desired is nil when the live one
+// carries hash already (see builtLWS): rebuild builds it only if it must be written after all.
+func (r *Reconciler) applyLWS(ctx context.Context, key types.NamespacedName, live *lwsv1.LeaderWorkerSet, desired *lwsac.LeaderWorkerSetApplyConfiguration, hash string,
+	rebuild func() (*lwsac.LeaderWorkerSetApplyConfiguration, error)) error {
 	if hash == "" {
 		hash = IntentHash(desired)
-	}
-	var key types.NamespacedName
-	if desired != nil {
-		key = types.NamespacedName{Namespace: ptr.Deref(desired.Namespace, ""), Name: ptr.Deref(desired.Name, "")}
-	} else {
-		key = types.NamespacedName{Namespace: kept.Serving.Namespace, Name: kept.Serving.Name}
 	}
 	ck := childKey{"LeaderWorkerSet", key}
 	if live != nil && live.Annotations[AnnotationAppliedHash] == hash {
@@ -841,7 +839,7 @@ func (r *Reconciler) applyLWS(ctx context.Context, live *lwsv1.LeaderWorkerSet, 
 	}
 	if desired == nil {
 		var err error
-		if desired, err = DesiredLeaderWorkerSet(*kept); err != nil {
+		if desired, err = rebuild(); err != nil {
 			return err
 		}
 	}
