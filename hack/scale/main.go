@@ -48,6 +48,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -1871,6 +1872,13 @@ type sighting struct {
 
 // watchTop delivers each object once, the first time ready(object) holds, stamped with the time
 // the watch saw it (the reader may come later).
+//
+// The API server ends a watch now and then: on its timeout, and at once when the watcher falls
+// behind its events (a burst of 1000 servings is some ten thousand updates; a watch of them ended
+// mid-burst in session 26, and the burst then waited for its deadline with every object Ready).
+// So an ended watch is followed by a list of what is there and a watch from the list's
+// resourceVersion; an object first seen ready on that list is stamped then, late, and said on
+// stderr.
 func watchTop(ctx context.Context, list client.ObjectList, ns string, ready func(client.Object) bool) (<-chan sighting, error) {
 	w, err := kc.Watch(ctx, list, client.InNamespace(ns))
 	if err != nil {
@@ -1878,18 +1886,54 @@ func watchTop(ctx context.Context, list client.ObjectList, ns string, ready func
 	}
 	out := make(chan sighting, 4096)
 	go func() {
-		defer w.Stop()
 		seen := map[string]bool{}
-		for ev := range w.ResultChan() {
-			o, ok := ev.Object.(client.Object)
-			if !ok || ev.Type == watch.Deleted || seen[o.GetName()] || !ready(o) {
-				continue
+		see := func(o client.Object) bool {
+			if seen[o.GetName()] || !ready(o) {
+				return false
 			}
 			seen[o.GetName()] = true
 			out <- sighting{o.GetName(), time.Now()}
+			return true
+		}
+		for {
+			for ev := range w.ResultChan() {
+				if o, ok := ev.Object.(client.Object); ok && ev.Type != watch.Deleted {
+					see(o)
+				}
+			}
+			w.Stop()
+			for {
+				if ctx.Err() != nil {
+					return
+				}
+				if w, err = watchOnFromList(ctx, list, ns, see); err == nil {
+					break
+				}
+				time.Sleep(time.Second)
+			}
 		}
 	}()
 	return out, nil
+}
+
+// watchOnFromList lists the namespace's objects of list's kind, hands each to see, and watches
+// them from the list's resourceVersion: what watchTop does when its watch ended.
+func watchOnFromList(ctx context.Context, list client.ObjectList, ns string, see func(client.Object) bool) (watch.Interface, error) {
+	now := list.DeepCopyObject().(client.ObjectList)
+	if err := kc.List(ctx, now, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	late := 0
+	if err := meta.EachListItem(now, func(o runtime.Object) error {
+		if co, ok := o.(client.Object); ok && see(co) {
+			late++
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "the watch of %T in %s ended: listed again, %d first seen ready on the list (stamped late)\n", list, ns, late)
+	return kc.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: now.GetResourceVersion()}})
 }
 
 // internalRow is one row of the controllers' own metrics (see internals): its key, its name in
