@@ -14,13 +14,13 @@ import (
 )
 
 // builtLWS remembers, per LeaderWorkerSet of a serving (its own, or each role's), the hash the
-// update revision's LeaderWorkerSet last built to, and what it was built from. Most passes of a running serving (a pod's event, its
-// LeaderWorkerSet's status) build the same LeaderWorkerSet again, only to find by its hash that
-// the live one already carries it: building and hashing it was the largest part of such a pass's
-// CPU (a pod template turned into an apply configuration through JSON, twice, then the whole of
-// it marshalled for the hash). With the inputs unchanged and the live LeaderWorkerSet carrying
-// the hash they built to, a pass builds nothing; applyLWS builds it after all when it must
-// write (someone else changed the LeaderWorkerSet's spec).
+// update revision's LeaderWorkerSet last built to, and what it was built from. Most passes of a
+// running serving (a pod's event, its LeaderWorkerSet's status) build the same LeaderWorkerSet
+// again, only to find by its hash that the live one already carries it: building and hashing it
+// was the largest part of such a pass's CPU (a pod template turned into an apply configuration
+// through JSON, twice, then the whole of it marshalled for the hash). With the inputs unchanged
+// and the live LeaderWorkerSet carrying the hash they built to, a pass builds nothing; applyLWS
+// builds it after all when it must write (someone else changed the LeaderWorkerSet's spec).
 type builtLWS struct {
 	m sync.Map // builtName -> builtEntry
 }
@@ -75,14 +75,14 @@ func (b *builtLWS) buildRole(in RoleLWSInput, live *lwsv1.LeaderWorkerSet) (*lws
 		func() (*lwsac.LeaderWorkerSetApplyConfiguration, error) { return DesiredRoleLeaderWorkerSet(in) })
 }
 
-func (b *builtLWS) buildNamed(name builtName, key lwsKey, live *lwsv1.LeaderWorkerSet, make func() (*lwsac.LeaderWorkerSetApplyConfiguration, error)) (*lwsac.LeaderWorkerSetApplyConfiguration, string, error) {
+func (b *builtLWS) buildNamed(name builtName, key lwsKey, live *lwsv1.LeaderWorkerSet, construct func() (*lwsac.LeaderWorkerSetApplyConfiguration, error)) (*lwsac.LeaderWorkerSetApplyConfiguration, string, error) {
 	remember := b != nil && key.uid != "" && key.generation != 0
 	if remember && live != nil {
 		if e, ok := b.m.Load(name); ok && e.(builtEntry).key == key && live.Annotations[AnnotationAppliedHash] == e.(builtEntry).hash {
 			return nil, e.(builtEntry).hash, nil
 		}
 	}
-	lws, err := make()
+	lws, err := construct()
 	if err != nil {
 		return nil, "", err
 	}
