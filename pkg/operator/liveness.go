@@ -41,6 +41,69 @@ type liveness struct {
 	mu        sync.Mutex
 	serving   *v1.ModelServing
 	confirmed bool
+	// finalizer is the write of our finalizer under way beside a serving's first pass (nil on
+	// the others): its success confirms the serving live, so beforeWrite waits for it instead of
+	// asking.
+	finalizer *finalizerWrite
+	// first: the serving had no finalizer of ours when the pass read it, so the pass made none
+	// of its children yet (see firstPass).
+	first bool
+}
+
+// A serving's first pass (no finalizer of ours yet: it was just created) is the step in that the
+// serving's groups wait on, so it asks the API server nothing before its LeaderWorkerSet:
+//   - a child the cache does not hold is not looked for on the API server. The cache holds every
+//     object with our labels; what it cannot show is an object of someone else with the child's
+//     name, and the create tells of that: every create of a child is create-only (createOnly),
+//     and one refused sends the pass to look again, with reads (errLookAgain), by when the
+//     finalizer is there;
+//   - the LeaderWorkerSet's create does not wait for the finalizer's write: a new child of a
+//     serving deleted meanwhile is owned by its UID and collected with it, and the one write this
+//     file guards against, giving a released child back, is not a create. The pass's other writes
+//     (the revision's record, its status) wait for it as before.
+// The trace of session 26 put the reads (3.5 + 3.7 ms) beside the finalizer (8 ms), then the
+// LeaderWorkerSet's apply: about 21 ms from the serving's event to the LeaderWorkerSet's.
+
+// finalizerWrite is the write of our finalizer to a copy of the serving, under way.
+type finalizerWrite struct {
+	done    chan struct{}
+	serving *v1.ModelServing // the copy, with the finalizer and its resourceVersion once written
+	err     error
+}
+
+// wait returns the serving with its finalizer once the write is done, or why it failed.
+func (f *finalizerWrite) wait() (*v1.ModelServing, error) {
+	<-f.done
+	return f.serving, f.err
+}
+
+// passLiveness is the liveness record of the pass ctx belongs to, nil outside one.
+func passLiveness(ctx context.Context) *liveness {
+	l, _ := ctx.Value(livenessKey{}).(*liveness)
+	return l
+}
+
+// firstPass: ctx is a serving's first pass (see liveness.first).
+func firstPass(ctx context.Context) bool {
+	l := passLiveness(ctx)
+	return l != nil && l.first
+}
+
+// errLookAgain: a create-only write found an object with the child's name (someone else's, or
+// ours before the cache saw it), or could not be made for another reason: the serving's next
+// pass reads the API server and decides with what it finds.
+type errLookAgain struct{ err error }
+
+func (e *errLookAgain) Error() string { return "look again: " + e.err.Error() }
+func (e *errLookAgain) Unwrap() error { return e.err }
+
+// createOnly makes an apply a create: it carries, as its resourceVersion precondition, one that
+// no other object can hold, the serving's own (a resourceVersion is the storage revision of the
+// object's last write, and each revision is one write of one object). The API server creates an
+// object that is not there whatever resourceVersion the apply carries, and refuses it with a
+// Conflict when any object has the name: a server-side apply on its own would take it over.
+func createOnly(serving *v1.ModelServing) string {
+	return serving.ResourceVersion
 }
 
 type livenessKey struct{}
@@ -48,13 +111,22 @@ type livenessKey struct{}
 // beforeWrite confirms, once per pass, that the pass's serving is live; a context without a
 // liveness record (finalize, which reads the API server itself) is not checked.
 func (r *Reconciler) beforeWrite(ctx context.Context) error {
-	l, _ := ctx.Value(livenessKey{}).(*liveness)
+	l := passLiveness(ctx)
 	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.confirmed {
+		return nil
+	}
+	if l.finalizer != nil {
+		// The finalizer patch is an optimistic write: once through, the serving was live as
+		// this pass read it.
+		if _, err := l.finalizer.wait(); err != nil {
+			return err
+		}
+		l.confirmed = true
 		return nil
 	}
 	if err := r.confirmLive(ctx, l.serving); err != nil {

@@ -228,36 +228,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	r.withOwnStatus(ms)
-	// A serving without our finalizer (its first pass) gets it before act writes any child. The
-	// write goes on beside observe, whose reads of the API server (a child the cache does not
-	// hold) it would otherwise wait for: on a new serving both are on the way to its first
-	// LeaderWorkerSet. It is made on a copy, which the pass takes once it went through. (What
-	// observe itself may write, an adoption, confirms the serving live on its own: see liveness.)
-	var finalizing chan error
-	withFinalizer := ms
-	if !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren) {
-		withFinalizer = ms.DeepCopy()
-		finalizing = make(chan error, 1)
-		go func(ctx context.Context, ms *v1.ModelServing) {
-			err := r.addFinalizer(ctx, ms)
-			if err == nil {
-				r.echoes.wrote(req.NamespacedName, ms.ResourceVersion) // this pass goes on with it
-			}
-			finalizing <- err
-		}(ctx, withFinalizer)
-	}
+	// A serving without our finalizer (its first pass) gets it beside the pass: observe and the
+	// LeaderWorkerSet's create do not wait for it, the pass's other writes do (see liveness and
+	// firstPass). It is made on a copy, which the pass takes once it went through.
 	live := &liveness{serving: ms}
+	if !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren) {
+		live.finalizer = r.startFinalizer(ctx, req.NamespacedName, ms)
+		live.first = ms.ResourceVersion != "" // createOnly needs it
+	}
 	ctx = context.WithValue(ctx, livenessKey{}, live)
 	obs, stale, err := r.observe(ctx, ms)
-	if finalizing != nil {
-		if ferr := <-finalizing; ferr != nil {
+	var in intent
+	var actErr error
+	if err == nil && !stale {
+		in = compute(obs, computeInput{now: r.Clock.Now(), historyLimit: r.HistoryLimit, built: &r.built})
+		if in.specErr == nil {
+			actErr = r.act(ctx, obs, &in)
+		}
+	}
+	if live.finalizer != nil {
+		withFinalizer, ferr := live.finalizer.wait()
+		if ferr != nil {
 			return ctrl.Result{}, ferr
 		}
-		r.Failpoints.Hit("after-finalizer", req.String())
-		// The finalizer patch was an optimistic write: it went through, so the serving was live
-		// as this pass read it, and the pass's writes need no GET to confirm it (an adoption
-		// still asks, see liveness).
+		live.mu.Lock()
 		ms, live.serving, live.confirmed = withFinalizer, withFinalizer, true
+		live.mu.Unlock()
 		if obs != nil {
 			obs.serving = ms
 		}
@@ -272,19 +268,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Children of an earlier serving with the same name are being removed; look again soon.
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-
-	in := compute(obs, computeInput{now: r.Clock.Now(), historyLimit: r.HistoryLimit, built: &r.built})
-	var actErr error
-	if in.specErr == nil {
-		actErr = r.act(ctx, obs, &in)
-	}
 	if errors.Is(actErr, errServingNotLive) {
 		return r.notLive(ctx)
 	}
-	if apierrors.IsConflict(actErr) {
+	var lookAgain *errLookAgain
+	if apierrors.IsConflict(actErr) || errors.As(actErr, &lookAgain) {
 		// A child changed between this pass's read and its write (an apply carries the
-		// resourceVersion it was decided on): not a failure to report; look again with what
-		// the cache has by then.
+		// resourceVersion it was decided on), or a create-only write found the name taken: not a
+		// failure to report; look again with what the cache (and the API server) have by then.
 		log.FromContext(ctx).V(1).Info("A child changed since it was read; looking again", "error", actErr.Error())
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
@@ -297,6 +288,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	sum, detailWait, reportErr := r.report(ctx, obs, in, actErr)
 	res, err := r.outcome(ctx, obs, in, sum, actErr, reportErr)
 	return withDetailWait(res, err, detailWait)
+}
+
+// startFinalizer writes our finalizer to a copy of ms, beside the pass.
+func (r *Reconciler) startFinalizer(ctx context.Context, key types.NamespacedName, ms *v1.ModelServing) *finalizerWrite {
+	f := &finalizerWrite{done: make(chan struct{}), serving: ms.DeepCopy()}
+	go func() {
+		defer close(f.done)
+		f.err = r.addFinalizer(ctx, f.serving)
+		if f.err == nil {
+			r.echoes.wrote(key, f.serving.ResourceVersion) // the pass goes on with it
+			r.Failpoints.Hit("after-finalizer", key.String())
+		}
+	}()
+	return f
 }
 
 // addFinalizer adds our finalizer to the serving, at the resourceVersion the pass read.
@@ -524,10 +529,11 @@ func (r *Reconciler) readChild(ctx context.Context, obs *observed, kind string, 
 
 // getChild reads a child from the children cache and, when the cache does not hold it, from the
 // API server: the cache holds only objects with our labels, so an object with the child's name
-// that is not ours (a NameConflict), or ours before the cache saw it, is found there.
+// that is not ours (a NameConflict), or ours before the cache saw it, is found there. A serving's
+// first pass does not ask: its creates are create-only, and tell (see liveness.first).
 func (r *Reconciler) getChild(ctx context.Context, key client.ObjectKey, obj client.Object) error {
 	err := r.children().Get(ctx, key, obj)
-	if !apierrors.IsNotFound(err) || r.Live == nil {
+	if !apierrors.IsNotFound(err) || r.Live == nil || firstPass(ctx) {
 		return err
 	}
 	if _, svc := obj.(*corev1.Service); svc && r.services != nil && r.services.busy(key) {
@@ -849,17 +855,30 @@ func (r *Reconciler) applyLWS(ctx context.Context, key types.NamespacedName, liv
 			return err
 		}
 	}
-	if live != nil {
+	creating := live == nil
+	if !creating {
 		// Over the LWS this pass read only: a release by the garbage collector since (the
 		// serving deleted with --cascade=orphan) makes the API server refuse the apply. That is
 		// all the apply needs: it asks no liveness of the serving (see liveness).
 		desired.WithResourceVersion(live.ResourceVersion)
-	} else if err := r.beforeWrite(ctx); err != nil {
-		return err
 	} else {
+		// A serving's first pass creates without waiting for the finalizer's write (see
+		// liveness.first); any other asks first.
+		l := passLiveness(ctx)
+		if !firstPass(ctx) {
+			if err := r.beforeWrite(ctx); err != nil {
+				return err
+			}
+		}
+		if l != nil {
+			desired.WithResourceVersion(createOnly(l.serving))
+		}
 		r.unseen.made(servingKeyOf(key), ck) // before the create: a deletion meanwhile asks the API server
 	}
 	if err := r.apply(ctx, desired, "LeaderWorkerSet", key); err != nil {
+		if creating && firstPass(ctx) {
+			return &errLookAgain{err}
+		}
 		return err
 	}
 	r.applied.Store(ck, ptr.Deref(desired.Generation, 0)) // the apply response, not a cache read
@@ -893,9 +912,13 @@ func (r *Reconciler) applyService(ctx context.Context, ms *v1.ModelServing, live
 	if live != nil {
 		desired.WithResourceVersion(live.ResourceVersion) // as for the LWS
 	} else {
+		desired.WithResourceVersion(createOnly(ms)) // as for the LWS
 		r.unseen.made(servingKeyOf(types.NamespacedName{Namespace: key.Namespace, Name: naming.ServingOfService(key.Name)}), ck)
 	}
 	if err := r.apply(ctx, desired, "Service", key); err != nil {
+		if live == nil && firstPass(ctx) {
+			return &errLookAgain{err}
+		}
 		return err
 	}
 	r.applied.Store(ck, ptr.Deref(desired.ResourceVersion, ""))

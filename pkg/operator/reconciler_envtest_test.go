@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,7 +50,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stop, err := startManager(ctx, "primary", registry)
+	stop, err := startManager(ctx, "primary", registry, primaryRequests.wrap)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start manager:", err)
 		os.Exit(1)
@@ -63,14 +65,18 @@ func TestMain(m *testing.M) {
 }
 
 // startManager runs an operator manager (LWS external: envtest has no LWS controller) until ctx ends.
-func startManager(ctx context.Context, name string, reg *prometheus.Registry) (<-chan struct{}, error) {
+func startManager(ctx context.Context, name string, reg *prometheus.Registry, wrap ...transport.WrapperFunc) (<-chan struct{}, error) {
+	cfg := rest.CopyConfig(env.Config)
+	for _, w := range wrap {
+		cfg.Wrap(w)
+	}
 	opts := operator.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.LeaderElect = false
 	opts.LWS = operator.LWSExternal
 	opts.Registry = reg
 	opts.SkipNameValidation = true
-	mgr, err := operator.NewManager(ctx, env.Config, opts)
+	mgr, err := operator.NewManager(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}

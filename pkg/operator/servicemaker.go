@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -94,7 +95,7 @@ func (m *serviceMaker) make(ms *v1.ModelServing, desired *corev1ac.ServiceApplyC
 	failed = failed && f.hash == hash
 	if !m.creating[key] {
 		// Only who the serving is: the pass goes on writing its status into ms.
-		who := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name, UID: ms.UID}}
+		who := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name, UID: ms.UID, ResourceVersion: ms.ResourceVersion}}
 		m.pending[key] = serviceToMake{serving: who, desired: desired, hash: hash}
 		if !failed {
 			m.queue.Add(key)
@@ -176,6 +177,15 @@ func (m *serviceMaker) next(ctx context.Context) bool {
 		m.queue.Forget(key)
 		return true
 	}
+	if apierrors.IsConflict(err) {
+		// The create is create-only: an object has the name (someone else's, which the serving's
+		// pass reports, or ours before the cache saw it). Not to be tried again: the serving's
+		// next pass reads it and decides.
+		delete(m.failed, key)
+		m.queue.Forget(key)
+		m.wakeServing(item.serving)
+		return true
+	}
 	if _, newer := m.pending[key]; !newer {
 		m.pending[key] = item
 	}
@@ -186,11 +196,16 @@ func (m *serviceMaker) next(ctx context.Context) bool {
 		return true // reported already
 	}
 	m.log.Error(err, "Creating a Service failed; trying again", "service", key)
-	select {
-	case m.wake <- event.GenericEvent{Object: item.serving}:
-	default: // full of wake-ups already: the serving's next pass, whatever brings it, reports it
-	}
+	m.wakeServing(item.serving)
 	return true
+}
+
+// wakeServing asks for a pass of the serving.
+func (m *serviceMaker) wakeServing(serving *v1.ModelServing) {
+	select {
+	case m.wake <- event.GenericEvent{Object: serving}:
+	default: // full of wake-ups already: the serving's next pass, whatever brings it, sees to it
+	}
 }
 
 // create confirms the serving is live and creates its Service, as applyService would in a pass.
@@ -201,6 +216,7 @@ func (m *serviceMaker) create(ctx context.Context, item serviceToMake) error {
 	}
 	key := types.NamespacedName{Namespace: ptr.Deref(item.desired.Namespace, ""), Name: ptr.Deref(item.desired.Name, "")}
 	r.unseen.made(client.ObjectKeyFromObject(item.serving), childKey{"Service", key})
+	item.desired.WithResourceVersion(createOnly(item.serving))
 	if err := r.apply(ctx, item.desired, "Service", key); err != nil {
 		return err
 	}

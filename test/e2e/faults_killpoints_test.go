@@ -92,7 +92,7 @@ func TestFaultsKillPoints(t *testing.T) {
 		}
 	}
 	cases := []killCase{
-		{name: "create: after the finalizer, before any child", point: "after-finalizer", fresh: true, trigger: create},
+		{name: "create: after the finalizer, the LeaderWorkerSet's create beside it", point: "after-finalizer", fresh: true, trigger: create},
 		// A new serving's LeaderWorkerSet comes first, then its revision is recorded, then the Service.
 		{name: "create: after the LeaderWorkerSet, before its ControllerRevision and the Service", point: "after-lws", fresh: true, trigger: create,
 			down: killedWithChildren(true, 0, false)},
