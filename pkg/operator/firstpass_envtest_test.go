@@ -102,6 +102,7 @@ func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { ret
 // refused, see TestChildrenThatAreNotOursAreLeftAloneAndReported) and creates its
 // LeaderWorkerSet without waiting for the write of its finalizer, which the pass's other writes
 // still wait for. Here the finalizer's write is held back until the LeaderWorkerSet is created.
+// And each child is written once.
 func TestANewServingsLeaderWorkerSetIsCreatedWithoutReadsOrTheFinalizerBeforeIt(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -133,6 +134,7 @@ func TestANewServingsLeaderWorkerSetIsCreatedWithoutReadsOrTheFinalizerBeforeIt(
 		return err == nil, err
 	})
 
+	time.Sleep(time.Second) // long enough for a second write of a child to show
 	sent := w.requests()
 	w.mu.Lock()
 	tooLong := w.heldTooLong
@@ -143,6 +145,13 @@ func TestANewServingsLeaderWorkerSetIsCreatedWithoutReadsOrTheFinalizerBeforeIt(
 	for _, r := range sent {
 		if r == "GET "+lwsPath || strings.HasSuffix(r, "/services/"+svc) && strings.HasPrefix(r, "GET ") {
 			t.Errorf("the first pass read a child from the API server: %s\n%s", r, strings.Join(sent, "\n"))
+		}
+	}
+	// Each child is written once: the Service's create by the serviceMaker is not applied again
+	// by a pass its watch event brings before the create has returned.
+	for _, child := range []string{lwsPath, "/api/v1/namespaces/" + ns + "/services/" + svc} {
+		if n := countOf(sent, "PATCH "+child); n != 1 {
+			t.Errorf("%s written %d times, want once\n%s", child, n, strings.Join(sent, "\n"))
 		}
 	}
 	first := -1
@@ -156,4 +165,14 @@ func TestANewServingsLeaderWorkerSetIsCreatedWithoutReadsOrTheFinalizerBeforeIt(
 		t.Fatalf("no apply of the LeaderWorkerSet among\n%s", strings.Join(sent, "\n"))
 	}
 	t.Logf("requests before the LeaderWorkerSet's create: %q", sent[:first])
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
 }

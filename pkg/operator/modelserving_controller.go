@@ -900,6 +900,11 @@ func (r *Reconciler) applyService(ctx context.Context, ms *v1.ModelServing, live
 		if rv, known := r.applied.Load(ck); known && rv.(string) == live.ResourceVersion {
 			return nil
 		}
+		if r.services != nil && r.services.creatingNow(key) {
+			// The serviceMaker's create of it is still returning (its watch event can come
+			// first): it records what it made.
+			return nil
+		}
 	}
 	desired.WithAnnotations(map[string]string{AnnotationAppliedHash: hash})
 	if live == nil && r.services != nil {

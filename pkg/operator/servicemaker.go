@@ -117,6 +117,13 @@ func (m *serviceMaker) busy(key types.NamespacedName) bool {
 	return queued || m.creating[key]
 }
 
+// creatingNow reports whether a creator is making the Service now (its create not yet returned).
+func (m *serviceMaker) creatingNow(key types.NamespacedName) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.creating[key]
+}
+
 // forget drops what is pending or failed for the Services of a serving that is gone.
 func (m *serviceMaker) forget(serving types.NamespacedName) {
 	m.mu.Lock()
