@@ -101,8 +101,8 @@ func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { ret
 // about its children (the cache holds every object of ours; a create of someone else's name is
 // refused, see TestChildrenThatAreNotOursAreLeftAloneAndReported) and creates its
 // LeaderWorkerSet without waiting for the write of its finalizer, which the pass's other writes
-// still wait for. Here the finalizer's write is held back until the LeaderWorkerSet is created.
-// And each child is written once.
+// still wait for. Here a write of the finalizer is held back until the LeaderWorkerSet is
+// created. And each child is written once.
 func TestANewServingsLeaderWorkerSetIsCreatedWithoutReadsOrTheFinalizerBeforeIt(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)

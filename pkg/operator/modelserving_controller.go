@@ -228,13 +228,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	r.withOwnStatus(ms)
-	// A serving without our finalizer (its first pass) gets it beside the pass: observe and the
-	// LeaderWorkerSet's create do not wait for it, the pass's other writes do (see liveness and
+	// A serving without our finalizer (its first pass) gets it after its LeaderWorkerSet's
+	// create, with the pass's first write that needs it or after act (see liveness and
 	// firstPass). It is made on a copy, which the pass takes once it went through.
 	live := &liveness{serving: ms}
 	if !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren) {
-		live.finalizer = r.startFinalizer(ctx, req.NamespacedName, ms)
 		live.first = ms.ResourceVersion != "" // createOnly needs it
+		live.startFinalizer = func() *finalizerWrite { return r.startFinalizer(ctx, req.NamespacedName, ms) }
 	}
 	ctx = context.WithValue(ctx, livenessKey{}, live)
 	obs, stale, err := r.observe(ctx, ms)
@@ -246,8 +246,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			actErr = r.act(ctx, obs, &in)
 		}
 	}
-	if live.finalizer != nil {
-		withFinalizer, ferr := live.finalizer.wait()
+	live.mu.Lock()
+	finalizer := live.finalizer
+	if err == nil && !stale {
+		finalizer = live.finalizing()
+	}
+	live.mu.Unlock()
+	if finalizer != nil {
+		withFinalizer, ferr := finalizer.wait()
 		if ferr != nil {
 			return ctrl.Result{}, ferr
 		}

@@ -92,8 +92,10 @@ func TestFaultsKillPoints(t *testing.T) {
 		}
 	}
 	cases := []killCase{
-		{name: "create: after the finalizer, the LeaderWorkerSet's create beside it", point: "after-finalizer", fresh: true, trigger: create},
-		// A new serving's LeaderWorkerSet comes first, then its revision is recorded, then the Service.
+		// A new serving's LeaderWorkerSet comes first, then its finalizer, then its revision is
+		// recorded, then the Service.
+		{name: "create: after the LeaderWorkerSet and the finalizer, before its ControllerRevision and the Service", point: "after-finalizer", fresh: true, trigger: create,
+			down: killedWithChildren(true, 0, false)},
 		{name: "create: after the LeaderWorkerSet, before its ControllerRevision and the Service", point: "after-lws", fresh: true, trigger: create,
 			down: killedWithChildren(true, 0, false)},
 		{name: "create: after the LeaderWorkerSet and its ControllerRevision, before the Service", point: "after-revision", fresh: true, trigger: create,
