@@ -29,7 +29,8 @@ import (
 // An adoption always asks afresh: the child it adopts may have been read after the confirmation.
 // The apply over a LeaderWorkerSet the pass read as ours asks nothing: the resourceVersion alone
 // keeps it from re-owning a released one (a release moves it), whenever the deletion came, and a
-// rollout's LWS then moves without waiting for a read of the serving.
+// rollout's LWS then moves without waiting for a read of the serving. Nor does a new serving's
+// LeaderWorkerSet create (see liveness.first): a create gives nothing back.
 
 // errServingNotLive: the serving this pass read from the cache is gone, deleted or replaced.
 var errServingNotLive = errors.New("the serving is no longer live on the API server")

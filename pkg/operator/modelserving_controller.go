@@ -296,7 +296,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return withDetailWait(res, err, detailWait)
 }
 
-// startFinalizer writes our finalizer to a copy of ms, beside the pass.
+// startFinalizer writes our finalizer to a copy of ms, in the background: the pass waits for it
+// when it needs it (see liveness.finalizing).
 func (r *Reconciler) startFinalizer(ctx context.Context, key types.NamespacedName, ms *v1.ModelServing) *finalizerWrite {
 	f := &finalizerWrite{done: make(chan struct{}), serving: ms.DeepCopy()}
 	go func() {
