@@ -42,11 +42,11 @@ type liveness struct {
 	mu        sync.Mutex
 	serving   *v1.ModelServing
 	confirmed bool
-	// finalizer is the write of our finalizer in a serving's first pass, once started by
-	// finalizing (startFinalizer nil on the other passes): its success confirms the serving live,
-	// so beforeWrite waits for it instead of asking.
+	// finalizer is the write of our finalizer in a serving's first pass, once made by finalizing
+	// (writeFinalizer nil on the other passes): its success confirms the serving live, so
+	// beforeWrite asks nothing more.
 	finalizer      *finalizerWrite
-	startFinalizer func() *finalizerWrite
+	writeFinalizer func() *finalizerWrite
 	// first: the serving had no finalizer of ours when the pass read it, so the pass made none
 	// of its children yet (see firstPass).
 	first bool
@@ -68,24 +68,17 @@ type liveness struct {
 // The trace of session 26 put the reads (3.5 + 3.7 ms) beside the finalizer (8 ms), then the
 // LeaderWorkerSet's apply: about 21 ms from the serving's event to the LeaderWorkerSet's.
 
-// finalizerWrite is the write of our finalizer to a copy of the serving, under way.
+// finalizerWrite is the write of our finalizer to a copy of the serving.
 type finalizerWrite struct {
-	done    chan struct{}
 	serving *v1.ModelServing // the copy, with the finalizer and its resourceVersion once written
 	err     error
 }
 
-// wait returns the serving with its finalizer once the write is done, or why it failed.
-func (f *finalizerWrite) wait() (*v1.ModelServing, error) {
-	<-f.done
-	return f.serving, f.err
-}
-
-// finalizing returns the first pass's write of the finalizer, started if it was not yet; nil on
+// finalizing returns the first pass's write of the finalizer, made now if it was not yet; nil on
 // the other passes. l.mu is held.
 func (l *liveness) finalizing() *finalizerWrite {
-	if l.finalizer == nil && l.startFinalizer != nil {
-		l.finalizer = l.startFinalizer()
+	if l.finalizer == nil && l.writeFinalizer != nil {
+		l.finalizer = l.writeFinalizer()
 	}
 	return l.finalizer
 }
@@ -136,8 +129,8 @@ func (r *Reconciler) beforeWrite(ctx context.Context) error {
 	if f := l.finalizing(); f != nil {
 		// The finalizer patch is an optimistic write: once through, the serving was live as
 		// this pass read it.
-		if _, err := f.wait(); err != nil {
-			return err
+		if f.err != nil {
+			return f.err
 		}
 		l.confirmed = true
 		return nil

@@ -234,7 +234,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	live := &liveness{serving: ms}
 	if !controllerutil.ContainsFinalizer(ms, v1.FinalizerChildren) {
 		live.first = ms.ResourceVersion != "" // createOnly needs it
-		live.startFinalizer = func() *finalizerWrite { return r.startFinalizer(ctx, req.NamespacedName, ms) }
+		live.writeFinalizer = func() *finalizerWrite { return r.writeFinalizer(ctx, req.NamespacedName, ms) }
 	}
 	ctx = context.WithValue(ctx, livenessKey{}, live)
 	obs, stale, err := r.observe(ctx, ms)
@@ -251,15 +251,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil && !stale {
 		finalizer = live.finalizing()
 	}
+	if finalizer != nil && finalizer.err == nil {
+		ms, live.serving, live.confirmed = finalizer.serving, finalizer.serving, true
+	}
 	live.mu.Unlock()
 	if finalizer != nil {
-		withFinalizer, ferr := finalizer.wait()
-		if ferr != nil {
-			return ctrl.Result{}, ferr
+		if finalizer.err != nil {
+			return ctrl.Result{}, finalizer.err
 		}
-		live.mu.Lock()
-		ms, live.serving, live.confirmed = withFinalizer, withFinalizer, true
-		live.mu.Unlock()
 		if obs != nil {
 			obs.serving = ms
 		}
@@ -296,18 +295,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return withDetailWait(res, err, detailWait)
 }
 
-// startFinalizer writes our finalizer to a copy of ms, in the background: the pass waits for it
-// when it needs it (see liveness.finalizing).
-func (r *Reconciler) startFinalizer(ctx context.Context, key types.NamespacedName, ms *v1.ModelServing) *finalizerWrite {
-	f := &finalizerWrite{done: make(chan struct{}), serving: ms.DeepCopy()}
-	go func() {
-		defer close(f.done)
-		f.err = r.addFinalizer(ctx, f.serving)
-		if f.err == nil {
-			r.echoes.wrote(key, f.serving.ResourceVersion) // the pass goes on with it
-			r.Failpoints.Hit("after-finalizer", key.String())
-		}
-	}()
+// writeFinalizer writes our finalizer to a copy of ms (see liveness.finalizing).
+func (r *Reconciler) writeFinalizer(ctx context.Context, key types.NamespacedName, ms *v1.ModelServing) *finalizerWrite {
+	f := &finalizerWrite{serving: ms.DeepCopy()}
+	f.err = r.addFinalizer(ctx, f.serving)
+	if f.err == nil {
+		r.echoes.wrote(key, f.serving.ResourceVersion) // the pass goes on with it
+		r.Failpoints.Hit("after-finalizer", key.String())
+	}
 	return f
 }
 
@@ -869,15 +864,14 @@ func (r *Reconciler) applyLWS(ctx context.Context, key types.NamespacedName, liv
 		// all the apply needs: it asks no liveness of the serving (see liveness).
 		desired.WithResourceVersion(live.ResourceVersion)
 	} else {
-		// A serving's first pass creates without waiting for the finalizer's write (see
-		// liveness.first); any other asks first.
-		l := passLiveness(ctx)
+		// A serving's first pass creates before the finalizer's write (see liveness.first); any
+		// other asks first.
 		if !firstPass(ctx) {
 			if err := r.beforeWrite(ctx); err != nil {
 				return err
 			}
 		}
-		if l != nil {
+		if l := passLiveness(ctx); l != nil {
 			desired.WithResourceVersion(createOnly(l.serving))
 		}
 		r.unseen.made(servingKeyOf(key), ck) // before the create: a deletion meanwhile asks the API server
