@@ -461,7 +461,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if r.rssIdle, err = rssMiB(pid); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "%s RSS before the burst: %s\n", s.name, rssParts(pid))
+	fmt.Fprintf(os.Stderr, "%s RSS before the burst: %s (%s)\n", s.name, rssParts(pid), rssByMapping(pid))
 	if idleOnly {
 		deleteNamespace(ctx, ns)
 		return r, nil
@@ -640,6 +640,10 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if r.rss, err = rssMiB(pid); err != nil {
 		return nil, err
 	}
+	if r.internals != nil {
+		r.internals["rss anon"], r.internals["rss file"] = rssKinds(pid)
+	}
+	fmt.Fprintf(os.Stderr, "%s RSS after the burst: %s (%s)\n", s.name, rssParts(pid), rssByMapping(pid))
 	if singleN > 0 {
 		if err := oneAtATime(ctx, s, r, burstNS, readyCh, lwsSeen, lwsReadySeen); err != nil {
 			return nil, err
@@ -1820,6 +1824,11 @@ func internals(before, after map[string]float64, n int) map[string]float64 {
 		out["client throttled"] = 1000 * sumSeries(before, after, operator.ClientThrottleMetric+"_sum", "") / float64(n)
 	}
 	out["heap"] = after["go_memstats_heap_inuse_bytes"] / (1 << 20)
+	// Where the rest of the Go runtime's memory is: free heap spans not yet returned to the
+	// system (resident until the scavenger returns them), goroutine stacks, and all it holds.
+	out["heap retained"] = (after["go_memstats_heap_idle_bytes"] - after["go_memstats_heap_released_bytes"]) / (1 << 20)
+	out["stacks"] = after["go_memstats_stack_inuse_bytes"] / (1 << 20)
+	out["go sys"] = after["go_memstats_sys_bytes"] / (1 << 20)
 	return out
 }
 
@@ -2111,6 +2120,11 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		{"client requests", "controller's requests per burst object (its client)", ""},
 		{"client throttled", "controller's requests' wait in its client-side rate limiter, per burst object", "ms"},
 		{"heap", "controller heap in use after the burst", "MiB"},
+		{"heap retained", "controller heap free but not returned to the system after the burst", "MiB"},
+		{"stacks", "controller goroutine stacks after the burst", "MiB"},
+		{"go sys", "controller memory held by the Go runtime after the burst", "MiB"},
+		{"rss anon", "controller RSS anonymous after the burst (heap, stacks)", "MiB"},
+		{"rss file", "controller RSS file-backed after the burst (the binary's pages)", "MiB"},
 	}, func(r *results) map[string]float64 { return r.internals })
 	churnCost := func(how string, of func(*results) *churned) {
 		num(how+": controller CPU per deleted object", "ms", func(r *results) float64 { return float64(of(r).cpu.Microseconds()) / 1000 })
@@ -2319,20 +2333,60 @@ func rssMiB(pid int) (float64, error) {
 // rssParts is a process's resident memory by kind from /proc/<pid>/status: anonymous (heap,
 // stacks) and file-backed (the binary's pages), in MiB.
 func rssParts(pid int) string {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	anon, file := rssKinds(pid)
+	return fmt.Sprintf("RssAnon %.1f MiB, RssFile %.1f MiB", anon, file)
+}
+
+// rssByMapping is a process's resident memory from /proc/<pid>/smaps, summed by what it maps:
+// the binary's code (r-x), its read-only data and tables (r--), its data (rw-), and anonymous
+// memory (heap, stacks), in MiB. It says which of the binary's pages a larger binary keeps.
+func rssByMapping(pid int) string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
 	if err != nil {
 		return err.Error()
 	}
-	var parts []string
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	sums := map[string]float64{}
+	kind := ""
 	for _, line := range strings.Split(string(raw), "\n") {
-		for _, key := range []string{"RssAnon:", "RssFile:"} {
-			if strings.HasPrefix(line, key) {
-				kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
-				parts = append(parts, fmt.Sprintf("%s %.1f MiB", strings.TrimSuffix(key, ":"), kb/1024))
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-") && len(f[1]) == 4:
+			switch path := strings.Join(f[5:], " "); {
+			case path == exe:
+				kind = "binary " + f[1][:3]
+			case path == "" || strings.HasPrefix(path, "["):
+				kind = "anonymous"
+			default:
+				kind = "other files"
+			}
+		case len(f) >= 2 && f[0] == "Rss:":
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			sums[kind] += kb / 1024
+		}
+	}
+	var parts []string
+	for _, k := range []string{"binary r-x", "binary r--", "binary rw-", "anonymous", "other files"} {
+		parts = append(parts, fmt.Sprintf("%s %.1f", k, sums[k]))
+	}
+	return strings.Join(parts, ", ") + " MiB"
+}
+
+// rssKinds is a process's anonymous and file-backed resident memory in MiB (0 when unreadable).
+func rssKinds(pid int) (anon, file float64) {
+	raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			switch f[0] {
+			case "RssAnon:":
+				anon = kb / 1024
+			case "RssFile:":
+				file = kb / 1024
 			}
 		}
 	}
-	return strings.Join(parts, ", ")
+	return anon, file
 }
 
 // components are the simulated cluster's processes whose CPU the table shows.

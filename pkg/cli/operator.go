@@ -17,7 +17,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -258,7 +257,7 @@ func (o *OperatorOptions) checkLease(ctx context.Context, now time.Time) error {
 	if ns == "" {
 		return nil
 	}
-	cs, err := kubernetes.NewForConfig(o.config)
+	cs, err := operator.NewKube(o.config)
 	if err != nil {
 		return nil
 	}
@@ -266,7 +265,7 @@ func (o *OperatorOptions) checkLease(ctx context.Context, now time.Time) error {
 }
 
 // checkLeaseIn is checkLease against cs, for the Lease in namespace ns.
-func (o *OperatorOptions) checkLeaseIn(ctx context.Context, cs kubernetes.Interface, ns string, now time.Time) error {
+func (o *OperatorOptions) checkLeaseIn(ctx context.Context, cs operator.Kube, ns string, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	lease, err := cs.CoordinationV1().Leases(ns).Get(ctx, o.Manager.LeaderElectionID, metav1.GetOptions{})

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
@@ -78,7 +77,7 @@ func handoverTimingOf(o Options) handoverTiming {
 // webhook configurations call another address than ours (another replica leads and took them),
 // until no other replica took the Lease within timing.takeLease, or at most timing.total; then
 // stops the server.
-func (s *lingeringServer) handOver(cs kubernetes.Interface, o Options, timing handoverTiming) {
+func (s *lingeringServer) handOver(cs Kube, o Options, timing handoverTiming) {
 	defer func() {
 		s.end()
 		if s.started.Load() {
@@ -115,7 +114,7 @@ func (s *lingeringServer) handOver(cs kubernetes.Interface, o Options, timing ha
 
 // calledElsewhere reports whether every webhook of the configurations calls a URL whose host is
 // not ours, and which.
-func calledElsewhere(ctx context.Context, cs kubernetes.Interface, configName, ours string) (string, bool) {
+func calledElsewhere(ctx context.Context, cs Kube, configName, ours string) (string, bool) {
 	hooks, err := webhookClientConfigs(ctx, cs, configName)
 	if err != nil || len(hooks) == 0 {
 		return "", false
@@ -134,7 +133,7 @@ func calledElsewhere(ctx context.Context, cs kubernetes.Interface, configName, o
 
 // leaseFree reports whether the election Lease is held by nobody (as this operator left it); a
 // Lease that cannot be read counts as taken, so handOver waits its full time.
-func leaseFree(ctx context.Context, cs kubernetes.Interface, o Options) bool {
+func leaseFree(ctx context.Context, cs Kube, o Options) bool {
 	if o.LeaderElectionNamespace == "" {
 		return false
 	}

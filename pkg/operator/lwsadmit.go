@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
-	"k8s.io/client-go/kubernetes"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	lwsac "sigs.k8s.io/lws/client-go/applyconfiguration/leaderworkerset/v1"
 	lwswebhooks "sigs.k8s.io/lws/pkg/webhooks"
@@ -39,7 +38,7 @@ func ownLWSWritesCondition(user string) *admissionac.MatchConditionApplyConfigur
 
 // whoAmI is the user the API server authenticates the client as (a SelfSubjectReview, which
 // every authenticated user may make).
-func whoAmI(ctx context.Context, cs kubernetes.Interface) (string, error) {
+func whoAmI(ctx context.Context, cs Kube) (string, error) {
 	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("ask the API server who the operator is (SelfSubjectReview): %w", err)

@@ -26,11 +26,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	admissionac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -102,7 +102,7 @@ func resolveLWSMode(ctx context.Context, cfg *rest.Config, mode string) (string,
 	default:
 		return "", fmt.Errorf("--lws must be external, embedded or auto, not %q", mode)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := NewKube(cfg)
 	if err != nil {
 		return "", err
 	}
@@ -344,7 +344,7 @@ func setupEmbeddedLWS(mgr manager.Manager, o WebhookOptions, certs *webhookCerts
 			return err
 		}
 	}
-	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	cs, err := NewKube(mgr.GetConfig())
 	if err != nil {
 		return err
 	}
@@ -477,7 +477,7 @@ const webhookReapplyInterval = time.Second
 // replica that led before and still answers while it hands them over; and fence, asked before
 // each write, keeps a leader that lost its Lease without knowing it (frozen, then resumed) from
 // taking them back.
-func KeepWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte, period time.Duration, fence func() error) error {
+func KeepWebhookConfigurations(ctx context.Context, cs Kube, o WebhookOptions, caPEM []byte, period time.Duration, fence func() error) error {
 	log := ctrl.Log.WithName("lws-webhooks")
 	if o.OperatorUser == "" {
 		user, err := whoAmI(ctx, cs)
@@ -577,7 +577,7 @@ func (e *webhookEchoes) echo(obj any) bool {
 // watchWebhookConfigurations watches our two webhook configurations (by name) and signals changed
 // on each of their events but our own writes' echoes, coalesced (a buffer of one). stop ends the
 // watches.
-func watchWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, name string, echoes *webhookEchoes) (changed <-chan struct{}, stop func(), err error) {
+func watchWebhookConfigurations(ctx context.Context, cs Kube, name string, echoes *webhookEchoes) (changed <-chan struct{}, stop func(), err error) {
 	ch := make(chan struct{}, 1)
 	signal := func(obj any) {
 		if echoes.echo(obj) {
@@ -593,20 +593,47 @@ func watchWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, na
 		UpdateFunc: func(_, obj any) { signal(obj) },
 		DeleteFunc: func(any) { signal(nil) },
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-	}))
-	for _, inf := range []toolscache.SharedIndexInformer{
-		factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer(),
-		factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer(),
-	} {
+	// Two informers of their own rather than client-go's informer factory: the factory links an
+	// informer, lister and typed client of every built-in API into the binary (see Kube).
+	mutating := cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	validating := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	informers := []toolscache.SharedIndexInformer{
+		informerOfOne(cs, name, &admissionv1.MutatingWebhookConfiguration{}, mutating.List, mutating.Watch),
+		informerOfOne(cs, name, &admissionv1.ValidatingWebhookConfiguration{}, validating.List, validating.Watch),
+	}
+	for _, inf := range informers {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return nil, nil, fmt.Errorf("watch the webhook configurations: %w", err)
 		}
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	factory.StartWithContext(wctx)
-	return ch, func() { cancel(); factory.Shutdown() }, nil
+	var wg sync.WaitGroup
+	for _, inf := range informers {
+		wg.Add(1)
+		go func() { defer wg.Done(); inf.RunWithContext(wctx) }()
+	}
+	return ch, func() { cancel(); wg.Wait() }, nil
+}
+
+// informerOfOne is an informer of the one cluster-scoped object of this name, listed and watched
+// with a typed client's List and Watch; cs says whether that client streams a watch's initial
+// list (a fake does not), as client-go's generated informers pass it.
+func informerOfOne[L runtime.Object](cs any, name string, example runtime.Object,
+	list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) toolscache.SharedIndexInformer {
+	byName := func(o metav1.ListOptions) metav1.ListOptions {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		return o
+	}
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return list(ctx, byName(o))
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return watchFn(ctx, byName(o))
+		},
+	}
+	return toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(lw, cs), example, 0, toolscache.Indexers{})
 }
 
 // servedElsewhere is the address every webhook of our two configurations calls when it is not
@@ -614,7 +641,7 @@ func watchWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, na
 // verifies: another operator that serves them. Otherwise (ours, a Service reference, edited or
 // unreachable, the configurations missing) it is "", and they are applied as this operator
 // serves them.
-func servedElsewhere(ctx context.Context, cs kubernetes.Interface, o WebhookOptions) string {
+func servedElsewhere(ctx context.Context, cs Kube, o WebhookOptions) string {
 	if o.URLHost == "" {
 		return ""
 	}
@@ -653,7 +680,7 @@ func servedElsewhere(ctx context.Context, cs kubernetes.Interface, o WebhookOpti
 }
 
 // webhookClientConfigs are the client configurations of every webhook of our two configurations.
-func webhookClientConfigs(ctx context.Context, cs kubernetes.Interface, name string) ([]admissionv1.WebhookClientConfig, error) {
+func webhookClientConfigs(ctx context.Context, cs Kube, name string) ([]admissionv1.WebhookClientConfig, error) {
 	var hooks []admissionv1.WebhookClientConfig
 	m, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -679,14 +706,14 @@ const WebhookFieldManager = "kubectl-llm-operator"
 
 // ApplyWebhookConfigurations server-side applies the mutating and validating webhook
 // configurations of the embedded LWS webhooks.
-func ApplyWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte) error {
+func ApplyWebhookConfigurations(ctx context.Context, cs Kube, o WebhookOptions, caPEM []byte) error {
 	_, _, err := applyWebhookConfigurations(ctx, cs, o, caPEM)
 	return err
 }
 
 // applyWebhookConfigurations is ApplyWebhookConfigurations, returning the resourceVersions the
 // applies returned ("" for one not applied).
-func applyWebhookConfigurations(ctx context.Context, cs kubernetes.Interface, o WebhookOptions, caPEM []byte) (mutatingRV, validatingRV string, err error) {
+func applyWebhookConfigurations(ctx context.Context, cs Kube, o WebhookOptions, caPEM []byte) (mutatingRV, validatingRV string, err error) {
 	opts := metav1.ApplyOptions{FieldManager: WebhookFieldManager, Force: true}
 	m, val := WebhookConfigurations(o, caPEM)
 	got, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Apply(ctx, m, opts)

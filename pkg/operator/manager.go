@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -434,7 +433,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	defer cleanup()
 	err = mgr.Start(ctx)
 	if lingering != nil {
-		cs, csErr := kubernetes.NewForConfig(cfg)
+		cs, csErr := NewKube(cfg)
 		if csErr != nil {
 			lingering.end()
 			return errors.Join(err, csErr)
