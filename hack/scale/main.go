@@ -1143,6 +1143,10 @@ type phases struct {
 	// leader StatefulSet); the first new pod is made after it.
 	oldDeleted                        time.Duration
 	firstNew, podsNew, podsReady, top time.Duration
+	// firstWorker is when the first new worker pod was seen (since session 28): the first new
+	// pod is the group's leader, which the leader StatefulSet (kube-controller-manager) makes;
+	// the workers come once LWS's pod controller has applied their StatefulSet for that leader.
+	firstWorker time.Duration
 }
 
 // timedByWatch watches the pods of the set name and its top object, does act, and returns how
@@ -1216,6 +1220,9 @@ func timedByWatch(ctx context.Context, s side, ns, name string, timeout, stall t
 			live++
 			if isNew(p) && ph.firstNew == 0 {
 				ph.firstNew = at
+			}
+			if isNew(p) && ph.firstWorker == 0 && p.Labels[lwsv1.WorkerIndexLabelKey] != "0" {
+				ph.firstWorker = at
 			}
 			made = made && isNew(p)
 			done = done && isNew(p) && podReady(p)
@@ -2004,6 +2011,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		}{
 			{"its first old pod marked for deletion (not by the harness)", func(p phases) time.Duration { return p.oldDeleted }},
 			{"its first new pod seen", func(p phases) time.Duration { return p.firstNew }},
+			{"its first new worker pod seen", func(p phases) time.Duration { return p.firstWorker }},
 			{"every pod new (made, not yet Ready)", func(p phases) time.Duration { return p.podsNew }},
 			{"every pod new and Ready", func(p phases) time.Duration { return p.podsReady }},
 			{"→ the top object Ready, after its pods", func(p phases) time.Duration { return p.top - p.podsReady }},
