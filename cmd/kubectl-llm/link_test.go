@@ -14,9 +14,6 @@ import (
 // of every built-in API: about 17 MiB of the binary, 7 MiB of the operator's RSS. The operator
 // uses a few typed groups (operator.Kube) and its own informers instead; this keeps it so.
 func TestTheBinaryLinksNeitherClientGosInformerFactoryNorItsWholeClientset(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := filepath.Join(t.TempDir(), "kubectl-llm")
 	build := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
 	build.Env = append(build.Environ(), "CGO_ENABLED=0")

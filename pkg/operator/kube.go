@@ -2,7 +2,6 @@ package operator
 
 import (
 	"fmt"
-	"net/http"
 
 	admissionregistrationv1 "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
@@ -43,19 +42,15 @@ func NewKube(cfg *rest.Config) (Kube, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newKube(&c, httpClient)
-}
-
-func newKube(cfg *rest.Config, httpClient *http.Client) (*kube, error) {
 	// One client-side rate limiter for every group, as a clientset has.
-	if cfg.RateLimiter == nil && cfg.QPS > 0 {
-		if cfg.Burst <= 0 {
+	if c.RateLimiter == nil && c.QPS > 0 {
+		if c.Burst <= 0 {
 			return nil, fmt.Errorf("burst is required to be greater than 0 when RateLimiter is not set and QPS is set to greater than 0")
 		}
-		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+		c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(c.QPS, c.Burst)
 	}
+	cfg = &c
 	var k kube
-	var err error
 	if k.admissionregistration, err = admissionregistrationv1.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, err
 	}
