@@ -32,8 +32,9 @@ import (
 
 func main() {
 	n := flag.Int("n", 500, "writes of each kind")
+	profiles := flag.String("profile", "", "save kube-apiserver's CPU profile of each kind's writes in this directory (<kind>.pprof), from its /debug/pprof/profile")
 	flag.Parse()
-	if err := run(*n); err != nil {
+	if err := run(*n, *profiles); err != nil {
 		fmt.Fprintln(os.Stderr, "writecost:", err)
 		os.Exit(1)
 	}
@@ -46,7 +47,7 @@ type aCase struct {
 	write   func(ctx context.Context, i int) error
 }
 
-func run(n int) error {
+func run(n int, profiles string) error {
 	env, err := testenv.Start()
 	if err != nil {
 		return err
@@ -76,6 +77,20 @@ func run(n int) error {
 		})},
 		{name: "ModelServing metadata (annotation, merge patch)", write: func(ctx context.Context, i int) error {
 			return annotate(ctx, c, &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ms.Name}}, i)
+		}},
+		{name: "ModelServing deleted (DELETE, then the finalizer's removal: two writes)", prepare: func(ctx context.Context) error {
+			return makeServings(ctx, c, ns, "gone", n+20, []string{v1.FinalizerChildren})
+		}, write: func(ctx context.Context, i int) error {
+			gone := &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("gone%d", i)}}
+			if err := c.Delete(ctx, gone); err != nil {
+				return err
+			}
+			return c.Patch(ctx, gone, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+		}},
+		{name: "ModelServing deleted without a finalizer (DELETE: one write)", prepare: func(ctx context.Context) error {
+			return makeServings(ctx, c, ns, "bare", n+20, nil)
+		}, write: func(ctx context.Context, i int) error {
+			return c.Delete(ctx, &v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("bare%d", i)}})
 		}},
 		{name: "LeaderWorkerSet status (merge patch)", prepare: func(ctx context.Context) error {
 			l, err := desiredLWS(ctx, c, ms)
@@ -121,6 +136,10 @@ func run(n int) error {
 				return fmt.Errorf("%s: %w", cs.name, err)
 			}
 		}
+		var prof *apiProfile
+		if profiles != "" {
+			prof = startProfile(env.Config, filepath.Join(profiles, fileName(cs.name)+".pprof"))
+		}
 		a0, e0, t0 := cpuOf(apiPid), cpuOf(etcdPid), time.Now()
 		for i := range n {
 			if err := cs.write(ctx, i+21); err != nil {
@@ -129,6 +148,11 @@ func run(n int) error {
 		}
 		wall := time.Since(t0)
 		a, e := cpuOf(apiPid)-a0, cpuOf(etcdPid)-e0
+		if prof != nil {
+			if err := prof.stop(); err != nil {
+				return fmt.Errorf("%s: kube-apiserver's profile: %w", cs.name, err)
+			}
+		}
 		fmt.Printf("| %s | %.2f ms | %.2f ms | %.2f ms |\n", cs.name, ms1(a)/float64(n), ms1(e)/float64(n), ms1(wall)/float64(n))
 	}
 	return nil
@@ -146,6 +170,18 @@ func ms1(d time.Duration) float64 { return float64(d) / float64(time.Millisecond
 func annotate(ctx context.Context, c client.Client, obj client.Object, i int) error {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{"writecost":"%d"}}}`, i)
 	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+// makeServings creates n servings named <prefix>1 to <prefix>n with the finalizers given.
+func makeServings(ctx context.Context, c client.Client, ns, prefix string, n int, finalizers []string) error {
+	for i := range n {
+		ms := sampleServing(ns)
+		ms.Name, ms.Finalizers = fmt.Sprintf("%s%d", prefix, i+1), finalizers
+		if err := c.Create(ctx, ms); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sampleServing is the demo serving (config/samples/demo.yaml's shape).
