@@ -87,12 +87,21 @@ func main() {
 	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
 	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged, create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
 	flag.BoolVar(&keepLogs, "keep", false, "keep the run's directory (the operators' logs) when it succeeds too")
+	flag.StringVar(&rawFile, "raw", "", "save each round's durations of the recovery and rollout cases to this file (JSON), for -pool")
+	pool := flag.String("pool", "", "measure nothing: pool the rounds of these -raw files (comma-separated: runs of one build) and print each case with its ratio's interval")
 	flag.StringVar(&operatorArgs, "operator-args", "", "extra flags of kubectl-llm operator, space-separated (to try a setting)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 	if idleOnly && churnOnly {
 		fmt.Fprintln(os.Stderr, "scale: -idle-only and -churn-only each leave out what the other measures: give one of them")
 		os.Exit(2)
+	}
+	if *pool != "" {
+		if err := poolRaw(os.Stdout, strings.Split(*pool, ",")); err != nil {
+			fmt.Fprintln(os.Stderr, "scale: -pool:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*n, *reps, *nodes, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
@@ -326,8 +335,8 @@ func trace(ctx context.Context, ns, name string, t timing) {
 }
 
 var (
-	operatorArgs, heapFile, cpuFile, traceFile, churnCPUFile, idleCPUFile string
-	keepLogs                                                              bool
+	operatorArgs, heapFile, cpuFile, traceFile, churnCPUFile, idleCPUFile, rawFile string
+	keepLogs                                                                       bool
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN, singleN int
 	disagg, idleOnly          bool
@@ -427,7 +436,10 @@ func run(n, reps, nodes int, only string) (err error) {
 			got[s.name] = append(got[s.name], r)
 		}
 	}
-	printTable(os.Stdout, n, reps, nodes, merge(got["lws"]), merge(got["kubectl-llm"]))
+	printTable(os.Stdout, n, reps, nodes, got["lws"], got["kubectl-llm"])
+	if rawFile != "" {
+		return writeRaw(rawFile, got)
+	}
 	return nil
 }
 
@@ -1956,15 +1968,25 @@ func watchOnFromList(ctx context.Context, list client.ObjectList, ns string, see
 // the table and its unit.
 type internalRow struct{ key, name, unit string }
 
-func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
+// printTable prints the side-by-side table of each side's rounds: durations pooled over the
+// rounds, the other figures their medians, and with three rounds a side or more each duration's
+// ratio with its 95 % interval (ratioInterval).
+func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results) {
+	lws, llm := merge(lwsRounds), merge(llmRounds)
 	if churnOnly {
 		fmt.Fprintf(w, "Simulated cluster of %d nodes; burst: %d objects; recovery and rollout only while the burst is deleted, median [min–max] of all rounds.\n\n", nodes, n)
 	} else {
 		fmt.Fprintf(w, "Simulated cluster of %d nodes; recovery and rollout: median [min–max] of %d; burst: %d objects.\n\n", nodes, reps, n)
 	}
+	if len(lwsRounds) >= 3 && len(llmRounds) >= 3 {
+		fmt.Fprintf(w, "A ratio of durations is followed by its 95 %% interval, by a bootstrap over the rounds (%d resamples): a goal of 1.05× holds only with the interval's top under it.\n\n", intervalResamples)
+	}
 	fmt.Fprintln(w, "| case | LWS alone | kubectl-llm | ratio |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- |")
-	row := func(name string, f func(*results) []time.Duration) {
+	rng := intervalRNG()
+	// rowOf is a row of durations; withInterval gives its ratio an interval: the cases' rows,
+	// whose durations are pooled over the rounds (not a quantile of each round).
+	rowOf := func(name string, f func(*results) []time.Duration, withInterval bool) {
 		a, b := "—", "—"
 		ratio := "—"
 		var ma, mb time.Duration
@@ -1976,9 +1998,16 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		}
 		if ma > 0 && mb > 0 {
 			ratio = fmt.Sprintf("%.2f×", float64(mb)/float64(ma))
+			if withInterval {
+				if lo, hi, ok := ratioInterval(perRound(lwsRounds, f), perRound(llmRounds, f), intervalResamples, rng); ok {
+					ratio += fmt.Sprintf(" [%.2f–%.2f]", lo, hi)
+				}
+			}
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, a, b, ratio)
 	}
+	row := func(name string, f func(*results) []time.Duration) { rowOf(name, f, false) }
+	caseRow := func(name string, f func(*results) []time.Duration) { rowOf(name, f, true) }
 	// num is a row of a figure; known says whether a side measured it (both, when nil).
 	numOf := func(name, unit string, f func(*results) float64, known func(*results) bool) {
 		a, b, ratio := "—", "—", "—"
@@ -2016,7 +2045,7 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 			{"every pod new and Ready", func(p phases) time.Duration { return p.podsReady }},
 			{"→ the top object Ready, after its pods", func(p phases) time.Duration { return p.top - p.podsReady }},
 		} {
-			row(name+": "+p.name, func(r *results) []time.Duration {
+			caseRow(name+": "+p.name, func(r *results) []time.Duration {
 				var ds []time.Duration
 				for _, ph := range of(r) {
 					ds = append(ds, p.at(ph))
@@ -2026,8 +2055,8 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		}
 	}
 	if !churnOnly {
-		row("worker deleted → group of 3 recreated and Ready, idle", func(r *results) []time.Duration { return r.recovery })
-		row("4 groups × 2, new image → all new and Ready, idle", func(r *results) []time.Duration { return r.rollout })
+		caseRow("worker deleted → group of 3 recreated and Ready, idle", func(r *results) []time.Duration { return r.recovery })
+		caseRow("4 groups × 2, new image → all new and Ready, idle", func(r *results) []time.Duration { return r.rollout })
 		phaseRows("idle recovery", func(r *results) []phases { return r.recoveryPhases })
 		numOf("idle recoveries in which LWS remade only the deleted pod (not timed)", "", func(r *results) float64 { return float64(r.notRecreated) }, nil)
 		phaseRows("idle rollout", func(r *results) []phases { return r.rolloutPhases })
@@ -2058,8 +2087,8 @@ func printTable(w *os.File, n, reps, nodes int, lws, llm *results) {
 		}
 		numOf(how+": recoveries (and as many rollouts) timed meanwhile", "", func(r *results) float64 { return float64(len(of(r).recovery)) }, nil)
 		numOf(how+": recoveries in which LWS remade only the deleted pod (not timed)", "", func(r *results) float64 { return float64(of(r).notRecreated) }, nil)
-		row("recovery "+how, func(r *results) []time.Duration { return of(r).recovery })
-		row("rollout "+how, func(r *results) []time.Duration { return of(r).rollout })
+		caseRow("recovery "+how, func(r *results) []time.Duration { return of(r).recovery })
+		caseRow("rollout "+how, func(r *results) []time.Duration { return of(r).rollout })
 		phaseRows("recovery "+how, func(r *results) []phases { return of(r).recoveryPhases })
 		phaseRows("rollout "+how, func(r *results) []phases { return of(r).rolloutPhases })
 	}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func ms(vs ...int) []time.Duration {
+	out := make([]time.Duration, len(vs))
+	for i, v := range vs {
+		out[i] = time.Duration(v) * time.Millisecond
+	}
+	return out
+}
+
+func TestRatioIntervalOfASideTwiceAsSlowInEveryRoundIsTwo(t *testing.T) {
+	a := [][]time.Duration{ms(100, 110, 120), ms(100, 110, 120), ms(100, 110, 120), ms(100, 110, 120)}
+	b := [][]time.Duration{ms(200, 220, 240), ms(200, 220, 240), ms(200, 220, 240), ms(200, 220, 240)}
+	lo, hi, ok := ratioInterval(a, b, 500, intervalRNG())
+	if !ok || lo != 2 || hi != 2 {
+		t.Errorf("interval = [%.3f, %.3f] ok=%v; want [2, 2]: every round of b is a round of a doubled", lo, hi, ok)
+	}
+}
+
+// Rounds that drift (the cluster's state moving between rounds) make the interval wider than
+// rounds with the same cases in another order, though every case is the same pooled.
+func TestRatioIntervalWidensWithTheDriftBetweenRounds(t *testing.T) {
+	steady := [][]time.Duration{ms(100, 200, 300), ms(100, 200, 300), ms(100, 200, 300), ms(100, 200, 300)}
+	drifting := [][]time.Duration{ms(100, 100, 100), ms(200, 200, 200), ms(200, 200, 200), ms(300, 300, 300)}
+	slo, shi, ok1 := ratioInterval(steady, steady, 2000, intervalRNG())
+	dlo, dhi, ok2 := ratioInterval(steady, drifting, 2000, intervalRNG())
+	if !ok1 || !ok2 {
+		t.Fatal("no interval")
+	}
+	if slo > 1 || shi < 1 || dlo > 1 || dhi < 1 {
+		t.Errorf("intervals [%.2f, %.2f] and [%.2f, %.2f] must contain 1: the same cases on both sides", slo, shi, dlo, dhi)
+	}
+	if dhi-dlo <= shi-slo {
+		t.Errorf("drifting rounds gave [%.2f, %.2f], steady ones [%.2f, %.2f]: want the drifting interval wider", dlo, dhi, slo, shi)
+	}
+}
+
+func TestRatioIntervalNeedsThreeRoundsASide(t *testing.T) {
+	two := [][]time.Duration{ms(100), ms(120), nil}
+	three := [][]time.Duration{ms(100), ms(120), ms(110)}
+	if _, _, ok := ratioInterval(two, three, 100, intervalRNG()); ok {
+		t.Error("an interval from two rounds (the third empty) of LWS alone")
+	}
+	if _, _, ok := ratioInterval(three, three, 100, intervalRNG()); !ok {
+		t.Error("no interval from three rounds a side")
+	}
+}
+
+// A run saved with -raw and pooled with -pool gives each case's rounds back: the pooled
+// medians and counts of two files are those of their rounds together.
+func TestRawRunsPoolTheirRounds(t *testing.T) {
+	dir := t.TempDir()
+	round := func(rec ...int) *results {
+		r := &results{}
+		r.byObject.recovery = ms(rec...)
+		return r
+	}
+	first, second := dir+"/a.json", dir+"/b.json"
+	if err := writeRaw(first, map[string][]*results{"lws": {round(100, 100), round(100)}, "kubectl-llm": {round(300)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeRaw(second, map[string][]*results{"lws": {round(100)}, "kubectl-llm": {round(300, 300), round(300)}}); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := poolRaw(&out, []string{first, second}); err != nil {
+		t.Fatal(err)
+	}
+	want := "| recovery, servings deleted one at a time | 100ms [100ms–100ms] (4) | 300ms [300ms–300ms] (4) | 3.00× [3.00–3.00] |"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("pooled:\n%s\nwant the row\n%s", out.String(), want)
+	}
+	if !strings.Contains(out.String(), "3 rounds of LWS alone, 3 of kubectl-llm") {
+		t.Errorf("pooled:\n%s\nwant 3 rounds a side", out.String())
+	}
+}

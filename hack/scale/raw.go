@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// rawRun is a run's timed cases as they were measured, each side's rounds in turn, so that runs
+// of one build can be pooled later (-pool): more rounds, a narrower interval.
+type rawRun struct {
+	Command string `json:"command"`
+	// Sides is, by side ("lws", "kubectl-llm"), each round's durations of each case, in
+	// milliseconds.
+	Sides map[string][]map[string][]float64 `json:"sides"`
+}
+
+// rawCases are the cases a raw file keeps, by name, and where each round's durations are.
+var rawCases = []struct {
+	name string
+	of   func(*results) []time.Duration
+}{
+	{"recovery, idle", func(r *results) []time.Duration { return r.recovery }},
+	{"rollout, idle", func(r *results) []time.Duration { return r.rollout }},
+	{"recovery, servings deleted one at a time", func(r *results) []time.Duration { return r.byObject.recovery }},
+	{"rollout, servings deleted one at a time", func(r *results) []time.Duration { return r.byObject.rollout }},
+	{"recovery, servings deleted with their namespace", func(r *results) []time.Duration { return r.byNamespace.recovery }},
+	{"rollout, servings deleted with their namespace", func(r *results) []time.Duration { return r.byNamespace.rollout }},
+}
+
+// writeRaw saves got's rounds to path.
+func writeRaw(path string, got map[string][]*results) error {
+	run := rawRun{Command: strings.Join(os.Args, " "), Sides: map[string][]map[string][]float64{}}
+	for side, rounds := range got {
+		for _, r := range rounds {
+			cases := map[string][]float64{}
+			for _, c := range rawCases {
+				for _, d := range c.of(r) {
+					cases[c.name] = append(cases[c.name], float64(d)/float64(time.Millisecond))
+				}
+			}
+			run.Sides[side] = append(run.Sides[side], cases)
+		}
+	}
+	b, err := json.MarshalIndent(run, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// poolRaw prints the cases of the raw files at paths, their rounds pooled, each ratio with its
+// interval.
+func poolRaw(w io.Writer, paths []string) error {
+	rounds := map[string][]map[string][]float64{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var run rawRun
+		if err := json.Unmarshal(b, &run); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		fmt.Fprintf(w, "%s: %s\n", p, run.Command)
+		for side, rs := range run.Sides {
+			rounds[side] = append(rounds[side], rs...)
+		}
+	}
+	fmt.Fprintf(w, "\n%d rounds of LWS alone, %d of kubectl-llm; median [min–max] of the cases pooled; the ratio's 95 %% interval by a bootstrap over the rounds (%d resamples).\n\n",
+		len(rounds["lws"]), len(rounds["kubectl-llm"]), intervalResamples)
+	fmt.Fprintln(w, "| case | LWS alone | kubectl-llm | ratio |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- |")
+	rng := intervalRNG()
+	for _, c := range rawCases {
+		a, b := durationsOf(rounds["lws"], c.name), durationsOf(rounds["kubectl-llm"], c.name)
+		ma, sa := spread(pooled(a))
+		mb, sb := spread(pooled(b))
+		if ma == 0 && mb == 0 {
+			continue
+		}
+		ratio := "—"
+		if ma > 0 && mb > 0 {
+			ratio = fmt.Sprintf("%.2f×", float64(mb)/float64(ma))
+			if lo, hi, ok := ratioInterval(a, b, intervalResamples, rng); ok {
+				ratio += fmt.Sprintf(" [%.2f–%.2f]", lo, hi)
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s (%d) | %s (%d) | %s |\n", c.name, sa, len(pooled(a)), sb, len(pooled(b)), ratio)
+	}
+	return nil
+}
+
+// durationsOf is each round's durations of the case named.
+func durationsOf(rounds []map[string][]float64, name string) [][]time.Duration {
+	out := make([][]time.Duration, len(rounds))
+	for i, r := range rounds {
+		for _, v := range r[name] {
+			out[i] = append(out[i], time.Duration(v*float64(time.Millisecond)))
+		}
+	}
+	return out
+}
+
+func pooled(rounds [][]time.Duration) []time.Duration {
+	var out []time.Duration
+	for _, r := range rounds {
+		out = append(out, r...)
+	}
+	return out
+}
