@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 )
@@ -13,6 +15,9 @@ import (
 // of one build can be pooled later (-pool): more rounds, a narrower interval.
 type rawRun struct {
 	Command string `json:"command"`
+	// Build is the commit the operator was built from (git describe --always --dirty), so that
+	// only runs of one build are pooled.
+	Build string `json:"build,omitempty"`
 	// Sides is, by side ("lws", "kubectl-llm"), each round's durations of each case, in
 	// milliseconds.
 	Sides map[string][]map[string][]float64 `json:"sides"`
@@ -33,7 +38,7 @@ var rawCases = []struct {
 
 // writeRaw saves got's rounds to path.
 func writeRaw(path string, got map[string][]*results) error {
-	run := rawRun{Command: strings.Join(os.Args, " "), Sides: map[string][]map[string][]float64{}}
+	run := rawRun{Command: strings.Join(os.Args, " "), Build: gitBuild(), Sides: map[string][]map[string][]float64{}}
 	for side, rounds := range got {
 		for _, r := range rounds {
 			cases := map[string][]float64{}
@@ -65,7 +70,7 @@ func poolRaw(w io.Writer, paths []string) error {
 		if err := json.Unmarshal(b, &run); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
-		fmt.Fprintf(w, "%s: %s\n", p, run.Command)
+		fmt.Fprintf(w, "%s: %s (build %s)\n", p, run.Command, cmp.Or(run.Build, "not recorded"))
 		for side, rs := range run.Sides {
 			rounds[side] = append(rounds[side], rs...)
 		}
@@ -92,6 +97,16 @@ func poolRaw(w io.Writer, paths []string) error {
 		fmt.Fprintf(w, "| %s | %s (%d) | %s (%d) | %s |\n", c.name, sa, len(pooled(a)), sb, len(pooled(b)), ratio)
 	}
 	return nil
+}
+
+// gitBuild is the commit of the working directory the operator is built from, "" when git cannot
+// tell.
+func gitBuild() string {
+	out, err := exec.Command("git", "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // durationsOf is each round's durations of the case named.
