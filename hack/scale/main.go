@@ -335,8 +335,9 @@ func trace(ctx context.Context, ns, name string, t timing) {
 }
 
 var (
-	operatorArgs, heapFile, cpuFile, traceFile, churnCPUFile, idleCPUFile, rawFile string
-	keepLogs                                                                       bool
+	// builtFrom is the commit the operator was built from (see gitBuild), for -raw.
+	operatorArgs, heapFile, cpuFile, traceFile, churnCPUFile, idleCPUFile, rawFile, builtFrom string
+	keepLogs                                                                                  bool
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN, singleN int
 	disagg, idleOnly          bool
@@ -389,6 +390,7 @@ func run(n, reps, nodes int, only string) (err error) {
 	if err := build.Run(); err != nil {
 		return err
 	}
+	builtFrom = gitBuild(root)
 	if nodes <= 0 {
 		nodes = max(4, n/100+2)
 	}

@@ -38,7 +38,7 @@ var rawCases = []struct {
 
 // writeRaw saves got's rounds to path.
 func writeRaw(path string, got map[string][]*results) error {
-	run := rawRun{Command: strings.Join(os.Args, " "), Build: gitBuild(), Sides: map[string][]map[string][]float64{}}
+	run := rawRun{Command: strings.Join(os.Args, " "), Build: builtFrom, Sides: map[string][]map[string][]float64{}}
 	for side, rounds := range got {
 		for _, r := range rounds {
 			cases := map[string][]float64{}
@@ -99,10 +99,12 @@ func poolRaw(w io.Writer, paths []string) error {
 	return nil
 }
 
-// gitBuild is the commit of the working directory the operator is built from, "" when git cannot
-// tell.
-func gitBuild() string {
-	out, err := exec.Command("git", "describe", "--always", "--dirty").Output()
+// gitBuild is the commit of dir, taken when the operator is built from it (a file changed during
+// the run does not make the build dirty), "" when git cannot tell.
+func gitBuild(dir string) string {
+	cmd := exec.Command("git", "describe", "--always", "--dirty")
+	cmd.Dir = dir
+	out, err := cmd.Output()
 	if err != nil {
 		return ""
 	}
