@@ -12,7 +12,7 @@ FUZZ_TARGETS := FuzzBuildGroups FuzzSummarize
 FUZZ_TIME ?= 5000x
 FUZZ_FLAGS ?=
 
-.PHONY: all build test test-realnode fuzz generate verify-generated fmt-check vet modcache-check control-plane clean-cache demo demo-pd demo-down release-check
+.PHONY: all build test test-realnode fuzz generate verify-generated fmt-check vet modcache-check control-plane clean-cache demo demo-pd demo-down release-check perf
 
 all: build
 
@@ -68,6 +68,9 @@ fuzz: ## A short run of each fuzz target of pkg/status (FUZZ_TIME executions eac
 
 release-check: ## Validate .goreleaser.yaml with goreleaser (built from the module proxy; publishes nothing).
 	bash hack/release-check.sh
+
+perf: ## docs/performance.md's goal rows, side by side with LWS alone (about 70 minutes; tables in perf-results/).
+	bash hack/perf.sh all
 
 demo: ## The demo: simulated GPU cluster, operator hosting LWS, a two-group serving.
 	bash hack/demo.sh up

@@ -22,6 +22,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -1135,7 +1136,7 @@ func recovery(ctx context.Context, s side, ns, name string) (time.Duration, phas
 	worker := name + "-0-1"
 	return timedByWatch(ctx, s, ns, name, 2*time.Minute, 10*time.Second, func() error {
 		return kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: worker}})
-	}, 3, func(p *corev1.Pod) bool { return !old[p.UID] }, worker)
+	}, 3, func(p *corev1.Pod) bool { return !old[p.UID] }, worker, nil)
 }
 
 // rollout sets a new image and times, by watch, until every pod runs it, Ready, and the top
@@ -1143,7 +1144,18 @@ func recovery(ctx context.Context, s side, ns, name string) (time.Duration, phas
 func rollout(ctx context.Context, s side, ns, name, image string) (time.Duration, phases, error) {
 	return timedByWatch(ctx, s, ns, name, 3*time.Minute, 0, func() error {
 		return s.setImage(ctx, ns, name, image)
-	}, 8, func(p *corev1.Pod) bool { return p.Spec.Containers[0].Image == image }, "")
+	}, 8, func(p *corev1.Pod) bool { return p.Spec.Containers[0].Image == image }, "", func(lws *lwsv1.LeaderWorkerSet) bool {
+		return templateImage(lws) == image
+	})
+}
+
+// templateImage is the image of the first container of a LeaderWorkerSet's worker template (the
+// leader's is the same in the harness's sets).
+func templateImage(lws *lwsv1.LeaderWorkerSet) string {
+	if cs := lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers; len(cs) > 0 {
+		return cs[0].Image
+	}
+	return ""
 }
 
 // phases are where an idle recovery's or rollout's time went, each from its start, stamped when
@@ -1161,6 +1173,11 @@ type phases struct {
 	// pod is the group's leader, which the leader StatefulSet (kube-controller-manager) makes;
 	// the workers come once LWS's pod controller has applied their StatefulSet for that leader.
 	firstWorker time.Duration
+	// template is, in a rollout (since session 30), when the set's LeaderWorkerSet was first
+	// seen with the new pod template: for LWS alone the echo of the harness's own patch, for
+	// kubectl-llm the serving's change, the operator's pass and its apply (its step in for an
+	// update), the only step of a rollout that is the operator's and not the embedded LWS's.
+	template time.Duration
 }
 
 // timedByWatch watches the pods of the set name and its top object, does act, and returns how
@@ -1171,7 +1188,9 @@ type phases struct {
 //
 // With stall > 0, a case whose want pods are all live and Ready, some of them old, with no pod
 // event for stall, ends with errNotRecreated. actDeletes names the pod act deletes itself, if any.
-func timedByWatch(ctx context.Context, s side, ns, name string, timeout, stall time.Duration, act func() error, want int, isNew func(*corev1.Pod) bool, actDeletes string) (time.Duration, phases, error) {
+// With isNewTemplate, the set's LeaderWorkerSet is watched too (on both sides alike), and the
+// phase template stamped when it first satisfies it.
+func timedByWatch(ctx context.Context, s side, ns, name string, timeout, stall time.Duration, act func() error, want int, isNew func(*corev1.Pod) bool, actDeletes string, isNewTemplate func(*lwsv1.LeaderWorkerSet) bool) (time.Duration, phases, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	podWatch, err := kc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels{lwsv1.SetNameLabelKey: name})
@@ -1184,6 +1203,15 @@ func timedByWatch(ctx context.Context, s side, ns, name string, timeout, stall t
 		return 0, phases{}, err
 	}
 	defer topWatch.Stop()
+	var setEvents <-chan watch.Event
+	if isNewTemplate != nil {
+		setWatch, err := kc.Watch(ctx, &lwsv1.LeaderWorkerSetList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+		if err != nil {
+			return 0, phases{}, err
+		}
+		defer setWatch.Stop()
+		setEvents = setWatch.ResultChan()
+	}
 	start := time.Now()
 	if err := act(); err != nil {
 		return 0, phases{}, err
@@ -1201,6 +1229,13 @@ func timedByWatch(ctx context.Context, s side, ns, name string, timeout, stall t
 		case ev, ok = <-podWatch.ResultChan():
 			lastPodEvent = time.Now()
 		case ev, ok = <-topWatch.ResultChan():
+		case ev, ok = <-setEvents:
+			if ok && ev.Type != watch.Error {
+				if set, isSet := ev.Object.(*lwsv1.LeaderWorkerSet); isSet && ph.template == 0 && isNewTemplate(set) {
+					ph.template = time.Since(start)
+				}
+				continue
+			}
 		case <-tick.C:
 			if stall > 0 && time.Since(lastPodEvent) > stall && readyButOld(pods, want, isNew) {
 				return 0, ph, fmt.Errorf("%w: %s", errNotRecreated, stuckAt(pods, isNew, top, s))
@@ -2040,6 +2075,7 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 			name string
 			at   func(phases) time.Duration
 		}{
+			{"its LeaderWorkerSet seen with the new template (for kubectl-llm, the operator's step in)", func(p phases) time.Duration { return p.template }},
 			{"its first old pod marked for deletion (not by the harness)", func(p phases) time.Duration { return p.oldDeleted }},
 			{"its first new pod seen", func(p phases) time.Duration { return p.firstNew }},
 			{"its first new worker pod seen", func(p phases) time.Duration { return p.firstWorker }},
@@ -2047,13 +2083,17 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 			{"every pod new and Ready", func(p phases) time.Duration { return p.podsReady }},
 			{"→ the top object Ready, after its pods", func(p phases) time.Duration { return p.top - p.podsReady }},
 		} {
-			caseRow(name+": "+p.name, func(r *results) []time.Duration {
+			at := func(r *results) []time.Duration {
 				var ds []time.Duration
 				for _, ph := range of(r) {
 					ds = append(ds, p.at(ph))
 				}
 				return ds
-			})
+			}
+			if !stamped(lws, at) && !stamped(llm, at) {
+				continue // a phase of rollouts only (the template), in a recovery's rows
+			}
+			caseRow(name+": "+p.name, at)
 		}
 	}
 	if !churnOnly {
@@ -2202,6 +2242,19 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 			g.n, round(g.kctl), round(g.llm), float64(g.llm)/float64(g.kctl))
 	}
 	printRequests(w, lws, llm)
+}
+
+// stamped says whether r has any phase at stamped (false for a side not measured).
+func stamped(r *results, at func(*results) []time.Duration) bool {
+	if r == nil {
+		return false
+	}
+	for _, d := range at(r) {
+		if d > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func sumRequests(m map[string]float64, keep func(string) bool) float64 {
@@ -2607,11 +2660,29 @@ func startUpstream(ctx context.Context, cluster *sim.Cluster) (*sim.UpstreamLWS,
 	return cluster.StartUpstreamLWS(ctx, ports[0], ports[1])
 }
 
+// startOperator runs the operator on free ports and waits for it to be ready. A port found free
+// can still be taken before the operator binds it (a run of session 30 lost its second round to
+// "bind: address already in use"): then it is started again on other ports, three times at most.
 func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
+	for attempt := 1; ; attempt++ {
+		cmd, err := startOperatorOnce(bin, kubeconfig, logPath)
+		if errors.Is(err, errPortTaken) && attempt < 3 {
+			fmt.Fprintf(os.Stderr, "scale: %v; starting it again on other ports\n", err)
+			continue
+		}
+		return cmd, err
+	}
+}
+
+// errPortTaken: the operator exited because a port it was given was taken meanwhile.
+var errPortTaken = errors.New("a port of the operator was taken before it could bind it")
+
+func startOperatorOnce(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
+	defer log.Close()
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
@@ -2635,17 +2706,45 @@ func startOperator(bin, kubeconfig, logPath string) (*exec.Cmd, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	exited := make(chan struct{})
+	go func() {
+		_, _ = cmd.Process.Wait()
+		close(exited)
+	}()
+	operatorExited.Store(cmd, exited)
 	for i := 0; i < 300; i++ {
 		if out, err := exec.Command("curl", "-sf", fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)).Output(); err == nil && len(out) > 0 {
 			return cmd, nil
 		}
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-exited:
+			said, _ := os.ReadFile(logPath)
+			if bytes.Contains(said, []byte("address already in use")) {
+				return nil, fmt.Errorf("%w (%s)", errPortTaken, lastLine(said))
+			}
+			return nil, fmt.Errorf("operator exited before it was ready: %s; see %s", lastLine(said), logPath)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	stopOperator(cmd)
 	return nil, fmt.Errorf("operator not ready; see %s", logPath)
 }
 
+// lastLine is the last line of a log that says something.
+func lastLine(log []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	return lines[len(lines)-1]
+}
+
+// operatorExited is, by operator process, a channel closed once it has exited (the process is
+// waited for by one goroutine alone).
+var operatorExited sync.Map
+
 func stopOperator(cmd *exec.Cmd) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if exited, ok := operatorExited.Load(cmd); ok {
+		<-exited.(chan struct{})
+		return
+	}
 	_, _ = cmd.Process.Wait()
 }

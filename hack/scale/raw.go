@@ -34,6 +34,19 @@ var rawCases = []struct {
 	{"rollout, servings deleted one at a time", func(r *results) []time.Duration { return r.byObject.rollout }},
 	{"recovery, servings deleted with their namespace", func(r *results) []time.Duration { return r.byNamespace.recovery }},
 	{"rollout, servings deleted with their namespace", func(r *results) []time.Duration { return r.byNamespace.rollout }},
+	// since session 30: the rollout's LeaderWorkerSet seen with the new template (for
+	// kubectl-llm the operator's step in for an update)
+	{"rollout, servings deleted one at a time: its LeaderWorkerSet seen with the new template", func(r *results) []time.Duration { return templates(r.byObject.rolloutPhases) }},
+	{"rollout, idle: its LeaderWorkerSet seen with the new template", func(r *results) []time.Duration { return templates(r.rolloutPhases) }},
+}
+
+// templates is each rollout's template phase.
+func templates(ps []phases) []time.Duration {
+	var out []time.Duration
+	for _, p := range ps {
+		out = append(out, p.template)
+	}
+	return out
 }
 
 // writeRaw saves got's rounds to path.
