@@ -32,7 +32,7 @@ import (
 
 func main() {
 	n := flag.Int("n", 500, "writes of each kind")
-	profiles := flag.String("profile", "", "save kube-apiserver's CPU profile of each kind's writes in this directory (<kind>.pprof), from its /debug/pprof/profile")
+	profiles := flag.String("profile", "", "save kube-apiserver's CPU profile of each kind's writes in this directory (<kind>.pprof), from its /debug/pprof/profile: 20 s of it, which the writes of each kind must fit in (it says when they did not)")
 	flag.Parse()
 	if err := run(*n, *profiles); err != nil {
 		fmt.Fprintln(os.Stderr, "writecost:", err)
@@ -148,6 +148,9 @@ func run(n int, profiles string) error {
 		}
 		wall := time.Since(t0)
 		a, e := cpuOf(apiPid)-a0, cpuOf(etcdPid)-e0
+		if prof != nil && wall > profileSeconds*time.Second {
+			fmt.Fprintf(os.Stderr, "writecost: %s took %s: its profile holds only the first %d s of its writes (a smaller -n fits)\n", cs.name, wall.Round(time.Second), profileSeconds)
+		}
 		if prof != nil {
 			if err := prof.stop(); err != nil {
 				return fmt.Errorf("%s: kube-apiserver's profile: %w", cs.name, err)
