@@ -35,16 +35,24 @@ var rawCases = []struct {
 	{"recovery, servings deleted with their namespace", func(r *results) []time.Duration { return r.byNamespace.recovery }},
 	{"rollout, servings deleted with their namespace", func(r *results) []time.Duration { return r.byNamespace.rollout }},
 	// since session 30: the rollout's LeaderWorkerSet seen with the new template (for
-	// kubectl-llm the operator's step in for an update)
-	{"rollout, servings deleted one at a time: its LeaderWorkerSet seen with the new template", func(r *results) []time.Duration { return templates(r.byObject.rolloutPhases) }},
-	{"rollout, idle: its LeaderWorkerSet seen with the new template", func(r *results) []time.Duration { return templates(r.rolloutPhases) }},
+	// kubectl-llm the operator's step in for an update), and the first steps of the cases while
+	// servings are deleted one at a time, where the two sides part first
+	{"rollout, servings deleted one at a time: its LeaderWorkerSet seen with the new template", func(r *results) []time.Duration { return phaseOf(r.byObject.rolloutPhases, template) }},
+	{"rollout, idle: its LeaderWorkerSet seen with the new template", func(r *results) []time.Duration { return phaseOf(r.rolloutPhases, template) }},
+	{"rollout, servings deleted one at a time: its first old pod marked for deletion", func(r *results) []time.Duration { return phaseOf(r.byObject.rolloutPhases, oldDeleted) }},
+	{"recovery, servings deleted one at a time: its first old pod marked for deletion", func(r *results) []time.Duration { return phaseOf(r.byObject.recoveryPhases, oldDeleted) }},
+	{"recovery, servings deleted one at a time: its first new pod seen", func(r *results) []time.Duration { return phaseOf(r.byObject.recoveryPhases, firstNew) }},
 }
 
-// templates is each rollout's template phase.
-func templates(ps []phases) []time.Duration {
+func template(p phases) time.Duration   { return p.template }
+func oldDeleted(p phases) time.Duration { return p.oldDeleted }
+func firstNew(p phases) time.Duration   { return p.firstNew }
+
+// phaseOf is one phase of each case.
+func phaseOf(ps []phases, at func(phases) time.Duration) []time.Duration {
 	var out []time.Duration
 	for _, p := range ps {
-		out = append(out, p.template)
+		out = append(out, at(p))
 	}
 	return out
 }

@@ -102,6 +102,29 @@ func run(n int, profiles string) error {
 		{name: "LeaderWorkerSet metadata (annotation, merge patch)", write: func(ctx context.Context, i int) error {
 			return annotate(ctx, c, &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lws.Name}}, i)
 		}},
+		// A rollout's write of the set (since session 30): the operator applies the whole
+		// LeaderWorkerSet it builds of the serving; a user of LWS alone patches its templates.
+		{name: "LeaderWorkerSet new image (server-side apply of the whole set, as the operator rolls it)", write: func(ctx context.Context, i int) error {
+			_, err := desiredLWS(ctx, c, withImage(ms, i))
+			return err
+		}},
+		{name: "LeaderWorkerSet new image (merge patch of its templates, as LWS alone is rolled)", prepare: func(ctx context.Context) error {
+			key := client.ObjectKeyFromObject(lws)
+			lws = &lwsv1.LeaderWorkerSet{}
+			return c.Get(ctx, key, lws)
+		}, write: func(ctx context.Context, i int) error {
+			next := lws.DeepCopy()
+			for _, t := range []*corev1.PodTemplateSpec{next.Spec.LeaderWorkerTemplate.LeaderTemplate, &next.Spec.LeaderWorkerTemplate.WorkerTemplate} {
+				if t != nil {
+					t.Spec.Containers[0].Image = fmt.Sprintf("engine:patched%d", i)
+				}
+			}
+			if err := c.Patch(ctx, next, client.MergeFrom(lws)); err != nil {
+				return err
+			}
+			lws = next
+			return nil
+		}},
 		{name: "ConfigMap data (merge patch)", prepare: func(ctx context.Context) error {
 			return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}})
 		}, write: func(ctx context.Context, i int) error {
@@ -234,6 +257,13 @@ func lwsStatus(i int) lwsv1.LeaderWorkerSetStatus {
 		},
 		ReadyReplicas: int32(i % 3), UpdatedReplicas: 2, Replicas: 2, HPAPodSelector: "leaderworkerset.sigs.k8s.io/name=demo",
 	}
+}
+
+// withImage is a copy of ms whose engine image is the i-th.
+func withImage(ms *v1.ModelServing, i int) *v1.ModelServing {
+	out := ms.DeepCopy()
+	out.Spec.Engine.Image = fmt.Sprintf("engine:v%d", i)
+	return out
 }
 
 // desiredLWS creates the LeaderWorkerSet the operator makes of ms.
