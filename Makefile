@@ -69,7 +69,7 @@ fuzz: ## A short run of each fuzz target of pkg/status (FUZZ_TIME executions eac
 release-check: ## Validate .goreleaser.yaml with goreleaser (built from the module proxy; publishes nothing).
 	bash hack/release-check.sh
 
-perf: ## docs/performance.md's goal rows, side by side with LWS alone (about 70 minutes; tables in perf-results/).
+perf: ## docs/performance.md's goal rows, side by side with LWS alone (about 100 minutes; tables in perf-results/).
 	bash hack/perf.sh all
 
 demo: ## The demo: simulated GPU cluster, operator hosting LWS, a two-group serving.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The runs of docs/performance.md's goal table, one after the other, on the simulated cluster:
 #
-#   bash hack/perf.sh [all|side-by-side|idle|churn]     (make perf runs all: about 70 minutes)
+#   bash hack/perf.sh [all|side-by-side|idle|churn]     (make perf runs all: about 100 minutes)
 #
 # side-by-side  the burst of 100, the operator's own steps among 100 converged, CPU and RSS,
 #               `kubectl llm get` of 1000 and RSS beside 5000 unrelated objects (two rounds)

@@ -2244,7 +2244,7 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 	printRequests(w, lws, llm)
 }
 
-// stamped says whether r has any phase at stamped (false for a side not measured).
+// stamped says whether any of r's phases that at gives was stamped (false for a side not measured).
 func stamped(r *results, at func(*results) []time.Duration) bool {
 	if r == nil {
 		return false
