@@ -1242,7 +1242,7 @@ func timedByWatch(ctx context.Context, s side, ns, name string, timeout, stall t
 			}
 			continue
 		case <-ctx.Done():
-			return 0, ph, fmt.Errorf("not done after %s: %s", timeout, stuckAt(pods, isNew, top, s))
+			return 0, ph, fmt.Errorf("not done after %s: %s; %s", timeout, stuckAt(pods, isNew, top, s), setStatefulSets(ns, name))
 		}
 		at := time.Since(start)
 		if !ok || ev.Type == watch.Error {
@@ -1316,12 +1316,35 @@ func readyButOld(pods map[types.UID]*corev1.Pod, want int, isNew func(*corev1.Po
 	return live == want && old > 0
 }
 
+// setStatefulSets says what the StatefulSets of the set name are when a case is stuck (since
+// session 30, when a rollout's group waited 3 minutes for a worker): each one's owner, deletion,
+// replicas and the pods it says it has, read afresh (the case's context is over by then).
+func setStatefulSets(ns, name string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list := &appsv1.StatefulSetList{}
+	if err := kc.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{lwsv1.SetNameLabelKey: name}); err != nil {
+		return "its StatefulSets: " + err.Error()
+	}
+	var out []string
+	for _, st := range list.Items {
+		owner := "none"
+		if ref := metav1.GetControllerOf(&st); ref != nil {
+			owner = ref.Kind + " " + ref.Name + " " + string(ref.UID)
+		}
+		out = append(out, fmt.Sprintf("StatefulSet %s owner=%s deleting=%v replicas=%d current=%d ready=%d generation=%d/%d", st.Name, owner,
+			st.DeletionTimestamp != nil, ptr.Deref(st.Spec.Replicas, 0), st.Status.CurrentReplicas, st.Status.ReadyReplicas, st.Status.ObservedGeneration, st.Generation))
+	}
+	sort.Strings(out)
+	return fmt.Sprintf("its %d StatefulSets: %s", len(out), strings.Join(out, "; "))
+}
+
 // stuckAt says what a timed case's watches showed last: each pod (new or old, Ready or not, being
 // deleted) and the top object (none seen since the case began, Ready or not, and its status).
 func stuckAt(pods map[types.UID]*corev1.Pod, isNew func(*corev1.Pod) bool, top client.Object, s side) string {
 	var out []string
 	for _, p := range pods {
-		out = append(out, fmt.Sprintf("pod %s new=%v ready=%v deleting=%v node=%q phase=%s", p.Name, isNew(p), podReady(p), p.DeletionTimestamp != nil, p.Spec.NodeName, p.Status.Phase))
+		out = append(out, fmt.Sprintf("pod %s uid=%s new=%v ready=%v deleting=%v node=%q phase=%s", p.Name, p.UID, isNew(p), podReady(p), p.DeletionTimestamp != nil, p.Spec.NodeName, p.Status.Phase))
 	}
 	sort.Strings(out)
 	if top == nil {
