@@ -2098,9 +2098,9 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 			name string
 			at   func(phases) time.Duration
 		}{
-			{"its LeaderWorkerSet seen with the new template (for kubectl-llm, the operator's step in)", func(p phases) time.Duration { return p.template }},
-			{"its first old pod marked for deletion (not by the harness)", func(p phases) time.Duration { return p.oldDeleted }},
-			{"its first new pod seen", func(p phases) time.Duration { return p.firstNew }},
+			{"its LeaderWorkerSet seen with the new template (for kubectl-llm, the operator's step in)", template},
+			{"its first old pod marked for deletion (not by the harness)", oldDeleted},
+			{"its first new pod seen", firstNew},
 			{"its first new worker pod seen", func(p phases) time.Duration { return p.firstWorker }},
 			{"every pod new (made, not yet Ready)", func(p phases) time.Duration { return p.podsNew }},
 			{"every pod new and Ready", func(p phases) time.Duration { return p.podsReady }},
