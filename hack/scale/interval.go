@@ -66,6 +66,7 @@ func perRound(rounds []*results, f func(*results) []time.Duration) [][]time.Dura
 	return out
 }
 
-// intervalRNG is the generator of the table's intervals: seeded, so that a run's table is the
-// same each time it is printed from the same durations.
+// intervalRNG is the generator of one interval, seeded the same for every interval: an interval
+// depends on its durations alone, not on the rows printed before it, so a run's table, the same
+// run's -pool and any table printed again from the same rounds give the same interval.
 func intervalRNG() *rand.Rand { return rand.New(rand.NewPCG(16, 105)) }

@@ -80,3 +80,46 @@ func TestRawRunsPoolTheirRounds(t *testing.T) {
 		t.Errorf("pooled:\n%s\nwant 3 rounds a side", out.String())
 	}
 }
+
+// A case's interval depends on its own rounds only: the same rounds of the one-at-a-time
+// recovery give the same interval whether or not the file also holds an idle recovery, whose
+// row comes first and used to draw from the same generator before it.
+func TestAnIntervalDoesNotDependOnTheRowsBeforeIt(t *testing.T) {
+	dir := t.TempDir()
+	spreadRounds := func(idle bool, base int) []*results {
+		var out []*results
+		for i := range 8 {
+			r := &results{}
+			r.byObject.recovery = ms(base+(37*i)%53, base+(71*i)%89+5, base+(113*i)%131+9, base+(29*i)%41+3)
+			if idle {
+				r.recovery = ms(base+13*i, base+50-i)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	row := func(idle bool) string {
+		path := dir + "/run.json"
+		if err := writeRaw(path, map[string][]*results{"lws": spreadRounds(idle, 100), "kubectl-llm": spreadRounds(idle, 120)}); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		if err := poolRaw(&out, []string{path}); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(line, "| recovery, servings deleted one at a time |") {
+				return line
+			}
+		}
+		t.Fatalf("no one-at-a-time recovery row in\n%s", out.String())
+		return ""
+	}
+	alone, afterIdle := row(false), row(true)
+	if !strings.Contains(alone, "[") {
+		t.Fatalf("row %q has no interval", alone)
+	}
+	if alone != afterIdle {
+		t.Errorf("the same rounds gave\n%s\nalone and\n%s\nafter an idle row", alone, afterIdle)
+	}
+}

@@ -398,7 +398,16 @@ func run(n, reps, nodes int, only string) (err error) {
 	if cluster, err = sim.StartWith(ctx, sim.Options{Nodes: nodes}); err != nil {
 		return err
 	}
-	defer cluster.Stop()
+	defer func() {
+		if err != nil {
+			// The cluster's components' logs (the StatefulSet controller's among them) go with
+			// the operators' into the directory kept on a failure.
+			if cerr := exec.Command("cp", "-r", cluster.LogsDir(), filepath.Join(dir, "cluster-logs")).Run(); cerr != nil {
+				fmt.Fprintf(os.Stderr, "scale: the cluster's logs were not kept: %v\n", cerr)
+			}
+		}
+		cluster.Stop()
+	}()
 	kubeconfig = cluster.Kubeconfig
 	cfg := cluster.Config
 	cfg.QPS, cfg.Burst = 200, 400
@@ -1336,7 +1345,34 @@ func setStatefulSets(ns, name string) string {
 			st.DeletionTimestamp != nil, ptr.Deref(st.Spec.Replicas, 0), st.Status.CurrentReplicas, st.Status.ReadyReplicas, st.Status.ObservedGeneration, st.Generation))
 	}
 	sort.Strings(out)
-	return fmt.Sprintf("its %d StatefulSets: %s", len(out), strings.Join(out, "; "))
+	return fmt.Sprintf("its %d StatefulSets: %s; %s", len(out), strings.Join(out, "; "), setEvents(ctx, ns, name))
+}
+
+// setEvents is the last events of the set's objects (the LeaderWorkerSet, its StatefulSets and
+// pods, all named after it), oldest first: a StatefulSet controller that could not make a pod
+// says so there.
+func setEvents(ctx context.Context, ns, name string) string {
+	list := &corev1.EventList{}
+	if err := kc.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return "its events: " + err.Error()
+	}
+	var evs []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name || strings.HasPrefix(e.InvolvedObject.Name, name+"-") {
+			evs = append(evs, e)
+		}
+	}
+	at := func(e corev1.Event) time.Time {
+		return cmp.Or(e.LastTimestamp.Time, e.EventTime.Time, e.CreationTimestamp.Time)
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return at(evs[i]).Before(at(evs[j])) })
+	const last = 20
+	evs = evs[max(0, len(evs)-last):]
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, fmt.Sprintf("%s %s %s/%s %s ×%d: %s", at(e).UTC().Format("15:04:05"), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, max(e.Count, 1), e.Message))
+	}
+	return fmt.Sprintf("its last %d events: %s", len(out), strings.Join(out, "; "))
 }
 
 // stuckAt says what a timed case's watches showed last: each pod (new or old, Ready or not, being
@@ -2043,7 +2079,6 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 	}
 	fmt.Fprintln(w, "| case | LWS alone | kubectl-llm | ratio |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- |")
-	rng := intervalRNG()
 	// rowOf is a row of durations; withInterval gives its ratio an interval: the cases' rows,
 	// whose durations are pooled over the rounds (not a quantile of each round).
 	rowOf := func(name string, f func(*results) []time.Duration, withInterval bool) {
@@ -2059,7 +2094,7 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 		if ma > 0 && mb > 0 {
 			ratio = fmt.Sprintf("%.2f×", float64(mb)/float64(ma))
 			if withInterval {
-				if lo, hi, ok := ratioInterval(perRound(lwsRounds, f), perRound(llmRounds, f), intervalResamples, rng); ok {
+				if lo, hi, ok := ratioInterval(perRound(lwsRounds, f), perRound(llmRounds, f), intervalResamples, intervalRNG()); ok {
 					ratio += fmt.Sprintf(" [%.2f–%.2f]", lo, hi)
 				}
 			}

@@ -100,7 +100,6 @@ func poolRaw(w io.Writer, paths []string) error {
 		len(rounds["lws"]), len(rounds["kubectl-llm"]), intervalResamples)
 	fmt.Fprintln(w, "| case | LWS alone | kubectl-llm | ratio |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- |")
-	rng := intervalRNG()
 	for _, c := range rawCases {
 		a, b := durationsOf(rounds["lws"], c.name), durationsOf(rounds["kubectl-llm"], c.name)
 		ma, sa := spread(pooled(a))
@@ -111,7 +110,7 @@ func poolRaw(w io.Writer, paths []string) error {
 		ratio := "—"
 		if ma > 0 && mb > 0 {
 			ratio = fmt.Sprintf("%.2f×", float64(mb)/float64(ma))
-			if lo, hi, ok := ratioInterval(a, b, intervalResamples, rng); ok {
+			if lo, hi, ok := ratioInterval(a, b, intervalResamples, intervalRNG()); ok {
 				ratio += fmt.Sprintf(" [%.2f–%.2f]", lo, hi)
 			}
 		}
