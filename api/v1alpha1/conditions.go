@@ -64,6 +64,12 @@ const (
 	// whose stages keep a pod Running but not Ready for that long (a stand-in for weight loading).
 	AnnotationSimulatedLoadDelay = "serving.kubectl-llm.dev/simulated-load-delay"
 
+	// AnnotationWorkerRetry on a group's worker StatefulSet is written by the operator when a
+	// previous leader's worker pod, which held the name of one of its pods, is gone after holding
+	// it for a while: the update makes the StatefulSet controller try again at once, instead of
+	// after its backoff (see the operator's workerretry.go). Its value is that pod's UID.
+	AnnotationWorkerRetry = "serving.kubectl-llm.dev/worker-retry"
+
 	// FinalizerChildren keeps a ModelServing until its children are gone.
 	FinalizerChildren = "serving.kubectl-llm.dev/children"
 

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -131,6 +132,10 @@ type Reconciler struct {
 	unseen unseenChildren
 	// noLeaderSetRead logs once that StatefulSets cannot be read (see leaderSetUnsettled).
 	noLeaderSetRead sync.Once
+	// holds are the worker names held by previous leaders' pods, by serving (see workerretry.go);
+	// noWorkerRetry logs once that worker StatefulSets cannot be patched.
+	holds         workerHolds
+	noWorkerRetry sync.Once
 	// indexed: the caches index pods and ControllerRevisions by their serving (servingIndex).
 	indexed bool
 	// services creates new Services beside the passes (see serviceMaker); nil in a reconciler
@@ -167,6 +172,18 @@ type observed struct {
 	roles []observedRole
 }
 
+// allPods are the serving's pods, its roles' included.
+func (o *observed) allPods() []corev1.Pod {
+	if len(o.roles) == 0 {
+		return o.pods
+	}
+	all := slices.Clone(o.pods)
+	for _, ro := range o.roles {
+		all = append(all, ro.pods...)
+	}
+	return all
+}
+
 // noWorkload: the serving has no LeaderWorkerSet of its own, nor any of its roles.
 func (o *observed) noWorkload() bool {
 	if o.lws != nil {
@@ -189,8 +206,10 @@ func (o *observed) noWorkload() bool {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // Namespaces are read (their metadata) to leave the servings of a namespace being deleted alone.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// A leader StatefulSet is read (never watched) when its rollout is about to be called done.
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get
+// A leader StatefulSet is read (never watched) when its rollout is about to be called done; a
+// group's worker StatefulSet is read and touched (an annotation) when a previous leader's pod that
+// held one of its workers' names is gone (see workerretry.go).
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // Events are read too: FailedCreate events of the serving's LWS and StatefulSets reach its status.
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch;create;patch
@@ -245,6 +264,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if in.specErr == nil {
 			actErr = r.act(ctx, obs, &in)
 		}
+		r.retryHeldWorkers(ctx, ms, obs.allPods())
 	}
 	live.mu.Lock()
 	finalizer := live.finalizer
@@ -811,6 +831,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.echoes.forget(key)
 	r.released.Delete(key)
 	r.unseen.forget(key)
+	r.holds.forget(key)
 	if r.services != nil {
 		r.services.forget(key)
 	}

@@ -413,6 +413,13 @@ func previousLeaders(leader, worker Pod, leaderCreated, workerCreated time.Time)
 	return !leaderCreated.IsZero() && !workerCreated.IsZero() && workerCreated.Add(olderWorker).Before(leaderCreated)
 }
 
+// WorkerOfPreviousLeader reports whether worker, a pod of leader's group, is of the group's
+// previous leader (see previousLeaders): from the pods' revision labels and creation times.
+func WorkerOfPreviousLeader(leader, worker *corev1.Pod) bool {
+	return previousLeaders(Pod{Revision: leader.Labels[v1.LabelRevision]}, Pod{Revision: worker.Labels[v1.LabelRevision]},
+		leader.CreationTimestamp.Time, worker.CreationTimestamp.Time)
+}
+
 // olderWorker is how much earlier than its leader a worker must have been created to be taken as
 // the previous leader's. Creation times are whole seconds of the API server's clock (of each API
 // server, in a control plane of several): a worker of this leader must never look older than it,
