@@ -177,6 +177,11 @@ func (r *Reconciler) retryWorkerSet(ctx context.Context, namespace string, hold 
 	patch := client.MergeFromWithOptions(sts.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	metav1.SetMetaDataAnnotation(&sts.ObjectMeta, v1.AnnotationWorkerRetry, string(hold.uid))
 	if err := r.Client.Patch(ctx, sts, patch); err != nil {
+		// A conflict is someone else's update of the StatefulSet since the read: that update
+		// wakes the StatefulSet controller as this one would have.
+		if apierrors.IsConflict(err) {
+			return nil
+		}
 		return client.IgnoreNotFound(err)
 	}
 	log.FromContext(ctx).V(1).Info("Touched a worker StatefulSet whose pod's name a previous leader's pod held", "statefulSet", sts.Name, "heldBy", hold.uid)
