@@ -98,32 +98,39 @@ func createReadyGroups(t *testing.T, ns, serving string, n int, rev string) {
 // kubelet would.
 func createGroupPods(t *testing.T, ns, setName string, g int, labels, annotations map[string]string, ready bool, started time.Time) {
 	t.Helper()
+	for w := range 2 {
+		createGroupPod(t, ns, setName, g, w, labels, annotations, ready, started)
+	}
+}
+
+// createGroupPod creates pod w of group g (see createGroupPods) and returns it.
+func createGroupPod(t *testing.T, ns, setName string, g, w int, labels, annotations map[string]string, ready bool, started time.Time) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
 	since := metav1.NewTime(started.Truncate(time.Second))
 	readyStatus := corev1.ConditionFalse
 	if ready {
 		readyStatus = corev1.ConditionTrue
 	}
-	for w := range 2 {
-		name := fmt.Sprintf("%s-%d", setName, g)
-		if w > 0 {
-			name += fmt.Sprintf("-%d", w)
-		}
-		podLabels := map[string]string{lwsv1.SetNameLabelKey: setName, lwsv1.GroupIndexLabelKey: fmt.Sprint(g), lwsv1.WorkerIndexLabelKey: fmt.Sprint(w)}
-		maps.Copy(podLabels, labels)
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: podLabels, Annotations: annotations},
-			Spec:       corev1.PodSpec{NodeName: "gpu-node-0", Containers: []corev1.Container{{Name: "engine", Image: "x"}}},
-		}
-		if err := env.Client.Create(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &since, Conditions: []corev1.PodCondition{
-			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: since},
-			{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: since},
-		}}
-		if err := env.Client.Status().Update(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
+	name := fmt.Sprintf("%s-%d", setName, g)
+	if w > 0 {
+		name += fmt.Sprintf("-%d", w)
 	}
+	podLabels := map[string]string{lwsv1.SetNameLabelKey: setName, lwsv1.GroupIndexLabelKey: fmt.Sprint(g), lwsv1.WorkerIndexLabelKey: fmt.Sprint(w)}
+	maps.Copy(podLabels, labels)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: podLabels, Annotations: annotations},
+		Spec:       corev1.PodSpec{NodeName: "gpu-node-0", Containers: []corev1.Container{{Name: "engine", Image: "x"}}},
+	}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &since, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: since},
+		{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: since},
+	}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
 }

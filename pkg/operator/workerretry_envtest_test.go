@@ -59,22 +59,7 @@ func TestAWorkerStatefulSetIsTouchedWhenAPreviousLeadersPodLetsGoOfItsWorkersNam
 		t.Fatal(err)
 	}
 	gone("qwen-0")
-	leader := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "qwen-0", Namespace: ns, Labels: map[string]string{v1.LabelName: "qwen", v1.LabelRevision: "qwen-next",
-			lwsv1.SetNameLabelKey: "qwen", lwsv1.GroupIndexLabelKey: "0", lwsv1.WorkerIndexLabelKey: "0"}},
-		Spec: corev1.PodSpec{NodeName: "gpu-node-0", Containers: []corev1.Container{{Name: "engine", Image: "x"}}},
-	}
-	if err := env.Client.Create(ctx, leader); err != nil {
-		t.Fatal(err)
-	}
-	since := metav1.NewTime(time.Now().Truncate(time.Second))
-	leader.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &since, Conditions: []corev1.PodCondition{
-		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: since},
-		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: since},
-	}}
-	if err := env.Client.Status().Update(ctx, leader); err != nil {
-		t.Fatal(err)
-	}
+	leader := createGroupPod(t, ns, "qwen", 0, 0, map[string]string{v1.LabelName: "qwen", v1.LabelRevision: "qwen-next"}, nil, true, time.Now())
 	// LWS makes the new leader's worker StatefulSet, owned by it.
 	labels := map[string]string{lwsv1.SetNameLabelKey: "qwen", lwsv1.GroupIndexLabelKey: "0"}
 	sts := &appsv1.StatefulSet{
