@@ -5,7 +5,8 @@
 #
 # side-by-side  the burst of 100, the operator's own steps among 100 converged, CPU and RSS,
 #               `kubectl llm get` of 1000 and RSS beside 5000 unrelated objects (two rounds)
-# idle          the idle recovery and rollout, eight short rounds a side
+# idle          the idle recovery and rollout, and servings created one at a time beside them,
+#               eight short rounds a side
 # churn         the recovery and rollout while a burst of 150 is deleted, eight rounds a side
 #
 # Each run's table goes to $PERF_DIR/<run>.md (perf-results/ by default, git-ignored) and, for
@@ -42,7 +43,7 @@ if [[ $what == all || $what == side-by-side ]]; then
 	run side-by-side -n 100 -reps 5 -rounds 2 -single 20 -get 1000 -unrelated 5000
 fi
 if [[ $what == all || $what == idle ]]; then
-	run idle -idle-only -reps 12 -rounds 8 -raw "$out/idle.json"
+	run idle -idle-only -reps 12 -rounds 8 -single 8 -raw "$out/idle.json"
 fi
 if [[ $what == all || $what == churn ]]; then
 	run churn -churn-only -n 150 -rounds 8 -raw "$out/churn.json"

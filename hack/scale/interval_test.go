@@ -123,3 +123,28 @@ func TestAnIntervalDoesNotDependOnTheRowsBeforeIt(t *testing.T) {
 		t.Errorf("the same rounds gave\n%s\nalone and\n%s\nafter an idle row", alone, afterIdle)
 	}
 }
+
+// The -single case's objects are kept in a raw file and pooled as the other cases are, so that an
+// -idle-only run's one-at-a-time rounds pool with another run's.
+func TestRawRunsKeepTheOneAtATimeCase(t *testing.T) {
+	dir := t.TempDir()
+	round := func(ready, toPod int) *results {
+		return &results{single: ms(ready, ready), singleToPod: ms(toPod)}
+	}
+	path := dir + "/idle.json"
+	if err := writeRaw(path, map[string][]*results{"lws": {round(200, 50)}, "kubectl-llm": {round(220, 60)}}); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := poolRaw(&out, []string{path}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| one at a time: created → Ready | 200ms [200ms–200ms] (2) | 220ms [220ms–220ms] (2) | 1.10× |",
+		"| one at a time: its LeaderWorkerSet seen → its leader pod seen | 50ms (1) | 60ms (1) | 1.20× |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("pooled:\n%s\nwant the row\n%s", out.String(), want)
+		}
+	}
+}

@@ -86,7 +86,7 @@ func main() {
 	flag.BoolVar(&idleOnly, "idle-only", false, "run the idle recovery and rollout alone (no burst, no churn), so that many short rounds (-rounds) alternate the sides: the idle rows' medians then drift less with the cluster's state than over two long rounds")
 	flag.BoolVar(&churnOnly, "churn-only", false, "run the burst and the cases while it is deleted, without the idle cases, so that many short rounds (-rounds, with a small -n) alternate the sides: the rows while servings are deleted then drift less with the cluster's state than over two long rounds")
 	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
-	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged, create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
+	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged (with -idle-only: in each round, after the idle cases, beside their two objects), create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
 	flag.BoolVar(&keepLogs, "keep", false, "keep the run's directory (the operators' logs) when it succeeds too")
 	flag.StringVar(&rawFile, "raw", "", "save each round's durations of the recovery and rollout cases to this file (JSON), for -pool")
 	pool := flag.String("pool", "", "measure nothing: pool the rounds of these -raw files (comma-separated: runs of one build) and print each case with its ratio's interval")
@@ -487,6 +487,11 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	}
 	fmt.Fprintf(os.Stderr, "%s RSS before the burst: %s (%s)\n", s.name, rssParts(pid), rssByMapping(pid))
 	if idleOnly {
+		if singleN > 0 {
+			if err := oneAtATimeIdle(ctx, s, r, ns); err != nil {
+				return nil, err
+			}
+		}
 		deleteNamespace(ctx, ns)
 		return r, nil
 	}
@@ -1107,6 +1112,36 @@ func oneAtATime(ctx context.Context, s side, r *results, ns string, readyCh <-ch
 			if ts, ok := servingSeen.at(name); ok {
 				r.singleSeenToLWS = append(r.singleSeenToLWS, max(0, tl.Sub(ts)))
 			}
+		}
+	}
+	return nil
+}
+
+// oneAtATimeIdle is the -single case of an -idle-only round: the objects created one at a time in
+// the idle cases' namespace, beside its two converged objects, once the idle cases are done. Each
+// round times them, so that the sides alternate as they do for the idle cases, where two long
+// rounds of the burst's -single case drift with the cluster's state.
+func oneAtATimeIdle(ctx context.Context, s side, r *results, ns string) error {
+	ctx, cancel := context.WithCancel(ctx) // the watches end with the case
+	defer cancel()
+	readyCh, err := s.watchReady(ctx, ns)
+	if err != nil {
+		return err
+	}
+	lwsSeen, err := firstSeen(ctx, &lwsv1.LeaderWorkerSetList{}, ns, func(client.Object) bool { return true })
+	if err != nil {
+		return err
+	}
+	lwsReadySeen, err := firstSeen(ctx, &lwsv1.LeaderWorkerSetList{}, ns, func(o client.Object) bool { return lwsReady(o.(*lwsv1.LeaderWorkerSet)) })
+	if err != nil {
+		return err
+	}
+	if err := oneAtATime(ctx, s, r, ns, readyCh, lwsSeen, lwsReadySeen); err != nil {
+		return err
+	}
+	if s.drain != nil {
+		if err := s.drain(); err != nil {
+			return fmt.Errorf("one at a time: %w", err)
 		}
 	}
 	return nil
@@ -2177,6 +2212,11 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 		}, func(r *results) map[string]float64 { return r.idleInternals })
 	}
 	if idleOnly {
+		if singleN > 0 {
+			for _, c := range singleCases {
+				caseRow("one at a time beside the idle cases' 2: "+c.name, c.of)
+			}
+		}
 		printRequests(w, lws, llm)
 		return
 	}

@@ -42,6 +42,24 @@ var rawCases = []struct {
 	{"rollout, servings deleted one at a time: its first old pod marked for deletion", func(r *results) []time.Duration { return phaseOf(r.byObject.rolloutPhases, oldDeleted) }},
 	{"recovery, servings deleted one at a time: its first old pod marked for deletion", func(r *results) []time.Duration { return phaseOf(r.byObject.recoveryPhases, oldDeleted) }},
 	{"recovery, servings deleted one at a time: its first new pod seen", func(r *results) []time.Duration { return phaseOf(r.byObject.recoveryPhases, firstNew) }},
+	// since session 32: the -single case's objects (beside the idle cases' two in an -idle-only
+	// run, among the converged burst otherwise: the command says which)
+	{"one at a time: created → Ready", singleCases[0].of},
+	{"one at a time: its LeaderWorkerSet seen → its leader pod seen", singleCases[2].of},
+}
+
+// singleCases are the -single case's durations: each object's created → Ready and the steps
+// it is made of, as the watches saw them.
+var singleCases = []struct {
+	name string
+	of   func(*results) []time.Duration
+}{
+	{"created → Ready", func(r *results) []time.Duration { return r.single }},
+	{"seen → its LeaderWorkerSet seen (the operator's step in, watch to watch)", func(r *results) []time.Duration { return r.singleSeenToLWS }},
+	{"its LeaderWorkerSet seen → its leader pod seen", func(r *results) []time.Duration { return r.singleToPod }},
+	{"leader pod seen → seen Ready", func(r *results) []time.Duration { return r.singlePodReady }},
+	{"leader pod Ready → its LeaderWorkerSet's status Ready", func(r *results) []time.Duration { return r.singleToLWSReady }},
+	{"LeaderWorkerSet Ready → serving Ready (the operator's step out)", func(r *results) []time.Duration { return r.singleFromLWS }},
 }
 
 func template(p phases) time.Duration   { return p.template }
