@@ -1,15 +1,28 @@
 package operator
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/scheme"
+	"github.com/kubectl-llm/kubectl-llm/test/fixtures"
 )
 
 var t0 = time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
@@ -90,5 +103,53 @@ func TestAHoldEndsWhenItsPodGoesAfterHoldingTheNameLong(t *testing.T) {
 				t.Errorf("holds left: %+v", h.m)
 			}
 		})
+	}
+}
+
+// An install whose ClusterRole lacks statefulsets/patch (one made before the touch came) fails no
+// pass: each touch is refused, the worker is made after the StatefulSet controller's backoff as
+// before, and the operator says why once, not once a touch.
+func TestAWorkerStatefulSetThatCannotBePatchedIsSaidOnceAndFailsNoPass(t *testing.T) {
+	ctx := context.Background()
+	var sets []client.Object
+	leaders := map[string]corev1.Pod{}
+	for _, name := range []string{"qwen", "gemma"} {
+		leader := groupPod(name+"-0", name+"-leader-2", "0", "b", t0)
+		leader.Labels[lwsv1.SetNameLabelKey] = name
+		leaders[name] = leader
+		sets = append(sets, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name + "-0",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: name + "-0", UID: leader.UID, Controller: new(true)}}}})
+	}
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(sets...).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			patches++
+			return apierrors.NewForbidden(appsv1.Resource("statefulsets"), obj.GetName(), errors.New("RBAC: not allowed"))
+		},
+	}).Build()
+	now := clocktesting.NewFakePassiveClock(t0)
+	r := &Reconciler{Client: c, Live: c, Clock: now}
+	var said []string
+	ctx = log.IntoContext(ctx, funcr.New(func(prefix, args string) { said = append(said, args) }, funcr.Options{Verbosity: 1}))
+	for name, leader := range leaders {
+		ms := fixtures.Serving(name, "ns").Obj()
+		old := groupPod(name+"-0-1", name+"-worker-1", "1", "a", t0)
+		old.Labels[lwsv1.SetNameLabelKey] = name
+		now.SetTime(t0)
+		r.retryHeldWorkers(ctx, ms, []corev1.Pod{leader, old})
+		now.SetTime(t0.Add(2 * heldLong))
+		r.retryHeldWorkers(ctx, ms, []corev1.Pod{leader}) // the old worker gone: a touch, refused
+	}
+	if patches != 2 {
+		t.Fatalf("%d patches; want one touch a serving", patches)
+	}
+	forbidden := 0
+	for _, line := range said {
+		if strings.Contains(line, "Cannot patch StatefulSets") {
+			forbidden++
+		}
+	}
+	if forbidden != 1 {
+		t.Errorf("said %d times that StatefulSets cannot be patched; want once. The log:\n%s", forbidden, strings.Join(said, "\n"))
 	}
 }
