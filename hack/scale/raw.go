@@ -44,8 +44,18 @@ var rawCases = []struct {
 	{"recovery, servings deleted one at a time: its first new pod seen", func(r *results) []time.Duration { return phaseOf(r.byObject.recoveryPhases, firstNew) }},
 	// since session 32: the -single case's objects (beside the idle cases' two in an -idle-only
 	// run, among the converged burst otherwise: the command says which)
-	{"one at a time: created → Ready", singleCases[0].of},
-	{"one at a time: its LeaderWorkerSet seen → its leader pod seen", singleCases[2].of},
+	{"one at a time: created → Ready", singleCase("created → Ready")},
+	{"one at a time: its LeaderWorkerSet seen → its leader pod seen", singleCase("its LeaderWorkerSet seen → its leader pod seen")},
+}
+
+// singleCase is the durations of the -single case's step named.
+func singleCase(name string) func(*results) []time.Duration {
+	for _, c := range singleCases {
+		if c.name == name {
+			return c.of
+		}
+	}
+	panic("no -single step " + name)
 }
 
 // singleCases are the -single case's durations: each object's created → Ready and the steps
