@@ -502,15 +502,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		}
 	}
 	burstNS := newNamespace(ctx, s.name+"-burst")
-	readyCh, err := s.watchReady(ctx, burstNS)
-	if err != nil {
-		return nil, err
-	}
-	lwsSeen, err := firstSeen(ctx, &lwsv1.LeaderWorkerSetList{}, burstNS, func(client.Object) bool { return true })
-	if err != nil {
-		return nil, err
-	}
-	lwsReadySeen, err := firstSeen(ctx, &lwsv1.LeaderWorkerSetList{}, burstNS, func(o client.Object) bool { return lwsReady(o.(*lwsv1.LeaderWorkerSet)) })
+	readyCh, lwsSeen, lwsReadySeen, err := readyWatches(ctx, s, burstNS)
 	if err != nil {
 		return nil, err
 	}
@@ -1124,15 +1116,7 @@ func oneAtATime(ctx context.Context, s side, r *results, ns string, readyCh <-ch
 func oneAtATimeIdle(ctx context.Context, s side, r *results, ns string) error {
 	ctx, cancel := context.WithCancel(ctx) // the watches end with the case
 	defer cancel()
-	readyCh, err := s.watchReady(ctx, ns)
-	if err != nil {
-		return err
-	}
-	lwsSeen, err := firstSeen(ctx, &lwsv1.LeaderWorkerSetList{}, ns, func(client.Object) bool { return true })
-	if err != nil {
-		return err
-	}
-	lwsReadySeen, err := firstSeen(ctx, &lwsv1.LeaderWorkerSetList{}, ns, func(o client.Object) bool { return lwsReady(o.(*lwsv1.LeaderWorkerSet)) })
+	readyCh, lwsSeen, lwsReadySeen, err := readyWatches(ctx, s, ns)
 	if err != nil {
 		return err
 	}
@@ -1145,6 +1129,19 @@ func oneAtATimeIdle(ctx context.Context, s side, r *results, ns string) error {
 		}
 	}
 	return nil
+}
+
+// readyWatches are the watches that time a namespace's objects: its top objects as they first
+// report Ready, and its LeaderWorkerSets as they are first seen and first seen Ready.
+func readyWatches(ctx context.Context, s side, ns string) (readyCh <-chan sighting, lwsSeen, lwsReadySeen *seen, err error) {
+	if readyCh, err = s.watchReady(ctx, ns); err != nil {
+		return nil, nil, nil, err
+	}
+	if lwsSeen, err = firstSeen(ctx, &lwsv1.LeaderWorkerSetList{}, ns, func(client.Object) bool { return true }); err != nil {
+		return nil, nil, nil, err
+	}
+	lwsReadySeen, err = firstSeen(ctx, &lwsv1.LeaderWorkerSetList{}, ns, func(o client.Object) bool { return lwsReady(o.(*lwsv1.LeaderWorkerSet)) })
+	return readyCh, lwsSeen, lwsReadySeen, err
 }
 
 // lwsTimes is when the watches first saw the object's LeaderWorkerSet, and saw it Ready. The top
