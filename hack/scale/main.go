@@ -87,7 +87,7 @@ func main() {
 	flag.BoolVar(&churnOnly, "churn-only", false, "run the burst and the cases while it is deleted, without the idle cases, so that many short rounds (-rounds, with a small -n) alternate the sides: the rows while servings are deleted then drift less with the cluster's state than over two long rounds")
 	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
 	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged (with -idle-only: in each round, after the idle cases, beside their two objects), create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
-	flag.BoolVar(&keepLogs, "keep", false, "keep the run's directory (the operators' logs) when it succeeds too")
+	flag.BoolVar(&keepLogs, "keep", false, "keep the run's directory (the operators' logs and the cluster's components') when it succeeds too")
 	flag.StringVar(&rawFile, "raw", "", "save each round's durations of the recovery and rollout cases to this file (JSON), for -pool")
 	pool := flag.String("pool", "", "measure nothing: pool the rounds of these -raw files (comma-separated: runs of one build) and print each case with its ratio's interval")
 	flag.StringVar(&operatorArgs, "operator-args", "", "extra flags of kubectl-llm operator, space-separated (to try a setting)")
@@ -399,9 +399,9 @@ func run(n, reps, nodes int, only string) (err error) {
 		return err
 	}
 	defer func() {
-		if err != nil {
-			// The cluster's components' logs (the StatefulSet controller's among them) go with
-			// the operators' into the directory kept on a failure.
+		if err != nil || keepLogs {
+			// The cluster's components' logs (the StatefulSet controller's, the namespace
+			// controller's among them) go with the operators' into the directory kept.
 			if cerr := exec.Command("cp", "-r", cluster.LogsDir(), filepath.Join(dir, "cluster-logs")).Run(); cerr != nil {
 				fmt.Fprintf(os.Stderr, "scale: the cluster's logs were not kept: %v\n", cerr)
 			}
