@@ -50,6 +50,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -87,6 +88,7 @@ func main() {
 	flag.BoolVar(&churnOnly, "churn-only", false, "run the burst and the cases while it is deleted, without the idle cases, so that many short rounds (-rounds, with a small -n) alternate the sides: the rows while servings are deleted then drift less with the cluster's state than over two long rounds")
 	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
 	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged (with -idle-only: in each round, after the idle cases, beside their two objects), create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
+	flag.BoolVar(&nsContent, "ns-content", false, "while a burst's namespace is deleted, print what it still holds (pods, StatefulSets, LeaderWorkerSets, ModelServings, ControllerRevisions, Services: how many, deleting, with finalizers) each time that changes: six lists every 200 ms, which load the API server beside the timed cases")
 	flag.BoolVar(&keepLogs, "keep", false, "keep the run's directory (the operators' logs and the cluster's components') when it succeeds too")
 	flag.StringVar(&rawFile, "raw", "", "save each round's durations of the recovery and rollout cases to this file (JSON), for -pool")
 	pool := flag.String("pool", "", "measure nothing: pool the rounds of these -raw files (comma-separated: runs of one build) and print each case with its ratio's interval")
@@ -339,6 +341,8 @@ var (
 	// builtFrom is the commit the operator was built from (see gitBuild), for -raw.
 	operatorArgs, heapFile, cpuFile, traceFile, churnCPUFile, idleCPUFile, rawFile, builtFrom string
 	keepLogs                                                                                  bool
+	// nsContent is -ns-content: where a namespace's deletion waits, by what it still holds.
+	nsContent bool
 	// unrelatedN and getN are the -unrelated and -get cases (0: not run).
 	unrelatedN, getN, singleN int
 	disagg, idleOnly          bool
@@ -884,11 +888,54 @@ func namespaceSays(ctx context.Context, side, name string) func() {
 				says = append(says, string(c.Type)+": "+c.Message)
 			}
 		}
-		if now := strings.Join(says, "; "); now != last {
+		now := cmp.Or(strings.Join(says, "; "), "no condition true")
+		if nsContent {
+			now += "; " + namespaceContent(ctx, name)
+		}
+		if now != last {
 			last = now
-			fmt.Fprintf(os.Stderr, "%s: namespace %s at +%.1fs: %s\n", side, name, time.Since(start).Seconds(), cmp.Or(now, "no condition true"))
+			fmt.Fprintf(os.Stderr, "%s: namespace %s at +%.1fs: %s\n", side, name, time.Since(start).Seconds(), now)
 		}
 	}
+}
+
+// namespaceContent says what a namespace still holds of the kinds a serving is made of (-ns-content):
+// how many of each, how many of them are being deleted, and how many carry finalizers.
+func namespaceContent(ctx context.Context, ns string) string {
+	kinds := []struct {
+		name string
+		gvk  schema.GroupVersionKind
+	}{
+		{"pods", corev1.SchemeGroupVersion.WithKind("PodList")},
+		{"StatefulSets", appsv1.SchemeGroupVersion.WithKind("StatefulSetList")},
+		{"LeaderWorkerSets", lwsv1.GroupVersion.WithKind("LeaderWorkerSetList")},
+		{"ModelServings", v1.GroupVersion.WithKind("ModelServingList")},
+		{"ControllerRevisions", appsv1.SchemeGroupVersion.WithKind("ControllerRevisionList")},
+		{"Services", corev1.SchemeGroupVersion.WithKind("ServiceList")},
+	}
+	var parts []string
+	for _, k := range kinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(k.gvk)
+		if err := kc.List(ctx, list, client.InNamespace(ns)); err != nil {
+			parts = append(parts, k.name+" "+err.Error())
+			continue
+		}
+		if len(list.Items) == 0 {
+			continue
+		}
+		var deleting, finalizers int
+		for _, o := range list.Items {
+			if !o.DeletionTimestamp.IsZero() {
+				deleting++
+			}
+			if len(o.Finalizers) > 0 {
+				finalizers++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %d (deleting %d, with finalizers %d)", k.name, len(list.Items), deleting, finalizers))
+	}
+	return "holds " + cmp.Or(strings.Join(parts, ", "), "nothing of these kinds")
 }
 
 // onSchedule calls do(i) for i < n, the i-th at i/rate after the first, up to 64 at once, and
