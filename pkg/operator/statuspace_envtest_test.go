@@ -271,9 +271,23 @@ func TestARolloutsGroupsGoingNotReadyAreNotAStatusWriteEach(t *testing.T) {
 		t.Errorf("group 1 written with revision %q, reason %q: want %s and why it is not ready (the detail held with it)", st.Groups[1].Revision, st.Groups[1].Reason, newRev)
 	}
 
-	// The rest of the rollout, and its end: written at once when the last group is ready.
+	// The last group: every group on the new revision, group 0 not ready yet. Still the
+	// rollout's progress: said Scaling, it was a status write of its own, at once, and the
+	// reason went back to RollingOut with the next step.
 	markPodsReady(t, ns, client.MatchingLabels{v1.LabelName: "qwen", lwsv1.GroupIndexLabelKey: "1"})
 	replaceGroup(t, ns, "qwen", 0, newRev)
+	for {
+		st, _ := next("every group updated, group 0 not ready")
+		c := meta.FindStatusCondition(st.Conditions, v1.ConditionProgressing)
+		if c == nil || c.Reason != v1.ReasonRollingOut {
+			t.Fatalf("mid rollout (%d groups updated, %d ready) the status says Progressing %v: want RollingOut until the rollout is done", st.UpdatedReplicas, st.ReadyReplicas, c)
+		}
+		if st.UpdatedReplicas == 2 && st.ReadyReplicas == 1 {
+			break
+		}
+	}
+
+	// Its end: written at once when the last group is ready.
 	markPodsReady(t, ns, client.MatchingLabels{v1.LabelName: "qwen", lwsv1.GroupIndexLabelKey: "0"})
 	for {
 		st, _ := next("the rollout done")

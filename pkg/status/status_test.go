@@ -173,6 +173,17 @@ func TestSummarize(t *testing.T) {
 			counts: [3]int32{2, 1, 1}, msgHas: "1 of 2 groups updated, 1 of 2 ready",
 		},
 		{
+			// Not Scaling: the reason went RollingOut, Scaling, RollingOut, Scaling at a rollout's
+			// last group on the simulated cluster (its new leader there, then its old worker
+			// going), a status write each.
+			name: "rolling: every group on the update revision, the last one not ready yet",
+			ms: fixtures.Serving("qwen", "default").Replicas(2).GroupSize(2).
+				Status(v1.ModelServingStatus{UpdateRevision: "r2", CurrentRevision: "r1", Replicas: 2, ReadyReplicas: 1, UpdatedReplicas: 1}).Obj(),
+			pods:  append(fixtures.Group("qwen", 1, 2, "r2"), fixtures.Pod("qwen", 0, 0, "r2").NotReady().Obj()),
+			phase: v1.PhaseProgressing, available: "True/MinimumGroupsAvailable", progress: "True/RollingOut", degrade: "False/AsExpected",
+			counts: [3]int32{2, 1, 2}, msgHas: "2 of 2 groups updated, 1 of 2 ready",
+		},
+		{
 			name: "canary held at partition 1",
 			ms:   fixtures.Serving("qwen", "default").Replicas(2).GroupSize(2).Partition(1).Status(v1.ModelServingStatus{UpdateRevision: "r2", CurrentRevision: "r1"}).Obj(),
 			pods: twoGroups("r1", "r2"), phase: v1.PhaseProgressing, done: true,
@@ -217,6 +228,14 @@ func TestSummarize(t *testing.T) {
 			pods:  append(fixtures.Group("qwen", 0, 2, "r2"), fixtures.Pod("qwen", 1, 0, "r2").RestartID("b").Obj(), fixtures.Pod("qwen", 1, 1, "r2").RestartID("b").Obj()),
 			phase: v1.PhaseProgressing, available: "True/MinimumGroupsAvailable", progress: "True/Restarting", degrade: "False/AsExpected",
 			counts: [3]int32{2, 2, 1}, msgHas: "1 of 2 groups updated",
+		},
+		{
+			name: "restart: every group restarted, the last one not ready yet",
+			ms:   fixtures.Serving("qwen", "default").Replicas(2).GroupSize(2).Restart("b").Status(v1.ModelServingStatus{UpdateRevision: "r2", CurrentRevision: "r2", RestartID: "a"}).Obj(),
+			pods: []corev1.Pod{fixtures.Pod("qwen", 0, 0, "r2").RestartID("b").NotReady().Obj(), fixtures.Pod("qwen", 0, 1, "r2").RestartID("b").Obj(),
+				fixtures.Pod("qwen", 1, 0, "r2").RestartID("b").Obj(), fixtures.Pod("qwen", 1, 1, "r2").RestartID("b").Obj()},
+			phase: v1.PhaseProgressing, available: "True/MinimumGroupsAvailable", progress: "True/Restarting", degrade: "False/AsExpected",
+			counts: [3]int32{2, 1, 2}, msgHas: "2 of 2 groups updated, 1 of 2 ready",
 		},
 	}
 	for _, tc := range cases {

@@ -326,10 +326,10 @@ func progressingCondition(s Summary, in Input, paused, canaryHeld, stalled bool,
 		c.Reason = v1.ReasonRolloutComplete
 		c.Message = fmt.Sprintf("%d of %d groups ready on revision %s", s.Ready, s.Desired, in.UpdateRevision)
 	case s.Settling != "":
-		switch prev := in.Serving.Status; {
+		switch {
 		case restartOnly(in):
 			c.Reason = v1.ReasonRestarting
-		case prev.CurrentRevision != "" && prev.CurrentRevision != in.UpdateRevision:
+		case rolloutUnfinished(in):
 			c.Reason = v1.ReasonRollingOut
 		default:
 			c.Reason = v1.ReasonScaling
@@ -337,8 +337,15 @@ func progressingCondition(s Summary, in Input, paused, canaryHeld, stalled bool,
 		c.Message = bounded(progressSentence(s)+"; not done yet: "+s.Settling, maxConditionMessage)
 	case s.Updated < s.Desired && s.Replicas > 0 && in.Serving.Status.UpdateRevision != "" && !restartOnly(in) && rollingOut(s, in):
 		c.Reason, c.Message = v1.ReasonRollingOut, progressSentence(s)
-	case s.Updated < s.Desired && s.Replicas > 0 && restartOnly(in):
+	case s.Replicas > 0 && restartOnly(in):
+		// Until every group is restarted and ready again.
 		c.Reason, c.Message = v1.ReasonRestarting, progressSentence(s)
+	case s.Replicas > 0 && in.Serving.Status.UpdateRevision != "" && rolloutUnfinished(in):
+		// Every group on the update revision, not every one ready yet: the rollout's last
+		// groups coming up are its progress, not a scale. Said Scaling, the reason went back and
+		// forth at the last group (RollingOut while its pods were replaced, Scaling once its new
+		// leader was there), a status write each time, and a false Scaling in between.
+		c.Reason, c.Message = v1.ReasonRollingOut, progressSentence(s)
 	default:
 		c.Reason, c.Message = v1.ReasonScaling, progressSentence(s)
 	}
@@ -361,8 +368,14 @@ func lwsObserved(lws *lwsv1.LeaderWorkerSet) bool {
 // the update revision, or the current revision is not the update revision yet. A new serving
 // whose groups come up one by one is Scaling, as it is while it settles.
 func rollingOut(s Summary, in Input) bool {
+	return s.Updated < s.Replicas || rolloutUnfinished(in)
+}
+
+// rolloutUnfinished: the serving's status still says another revision than the update revision is
+// current (it moves once a rollout is done).
+func rolloutUnfinished(in Input) bool {
 	cur := in.Serving.Status.CurrentRevision
-	return s.Updated < s.Replicas || (cur != "" && cur != in.UpdateRevision)
+	return cur != "" && cur != in.UpdateRevision
 }
 
 // restartOnly is true when the groups wait for a new restart id, not for a new revision.
