@@ -88,7 +88,7 @@ func main() {
 	flag.BoolVar(&churnOnly, "churn-only", false, "run the burst and the cases while it is deleted, without the idle cases, so that many short rounds (-rounds, with a small -n) alternate the sides: the rows while servings are deleted then drift less with the cluster's state than over two long rounds")
 	flag.IntVar(&rounds, "rounds", 1, "measure each side this many times, alternating (A B B A…); figures are pooled (durations) or medians (the rest)")
 	flag.IntVar(&singleN, "single", 0, "after the burst, with its objects converged (with -idle-only: in each round, after the idle cases, beside their two objects), create this many more objects one at a time (each Ready before the next) and time each: the operator's own steps apart from a queue")
-	flag.BoolVar(&nsContent, "ns-content", false, "while a burst's namespace is deleted, print what it still holds (pods, StatefulSets, LeaderWorkerSets, ModelServings, ControllerRevisions, Services: how many, deleting, with finalizers) each time that changes: six lists every 200 ms, which load the API server beside the timed cases")
+	flag.BoolVar(&nsContent, "ns-content", false, "while a burst's namespace is deleted, print what it still holds (pods, StatefulSets, LeaderWorkerSets, ModelServings, ControllerRevisions, Services, Events: how many, deleting, with finalizers) each time that changes: seven lists every 200 ms, which load the API server beside the timed cases")
 	flag.BoolVar(&keepLogs, "keep", false, "keep the run's directory (the operators' logs and the cluster's components') when it succeeds too")
 	flag.StringVar(&rawFile, "raw", "", "save each round's durations of the recovery and rollout cases to this file (JSON), for -pool")
 	pool := flag.String("pool", "", "measure nothing: pool the rounds of these -raw files (comma-separated: runs of one build) and print each case with its ratio's interval")
@@ -912,6 +912,7 @@ func namespaceContent(ctx context.Context, ns string) string {
 		{"ModelServings", v1.GroupVersion.WithKind("ModelServingList")},
 		{"ControllerRevisions", appsv1.SchemeGroupVersion.WithKind("ControllerRevisionList")},
 		{"Services", corev1.SchemeGroupVersion.WithKind("ServiceList")},
+		{"Events", corev1.SchemeGroupVersion.WithKind("EventList")},
 	}
 	var parts []string
 	for _, k := range kinds {
