@@ -922,21 +922,29 @@ func namespaceContent(ctx context.Context, ns string) string {
 			parts = append(parts, k.name+" "+err.Error())
 			continue
 		}
-		if len(list.Items) == 0 {
-			continue
+		if part := kindContent(k.name, list.Items); part != "" {
+			parts = append(parts, part)
 		}
-		var deleting, finalizers int
-		for _, o := range list.Items {
-			if !o.DeletionTimestamp.IsZero() {
-				deleting++
-			}
-			if len(o.Finalizers) > 0 {
-				finalizers++
-			}
-		}
-		parts = append(parts, fmt.Sprintf("%s %d (deleting %d, with finalizers %d)", k.name, len(list.Items), deleting, finalizers))
 	}
 	return "holds " + cmp.Or(strings.Join(parts, ", "), "nothing of these kinds")
+}
+
+// kindContent says how many objects of a kind there are, how many of them are being deleted and
+// how many carry finalizers; "" for none.
+func kindContent(kind string, items []metav1.PartialObjectMetadata) string {
+	if len(items) == 0 {
+		return ""
+	}
+	var deleting, finalizers int
+	for _, o := range items {
+		if !o.DeletionTimestamp.IsZero() {
+			deleting++
+		}
+		if len(o.Finalizers) > 0 {
+			finalizers++
+		}
+	}
+	return fmt.Sprintf("%s %d (deleting %d, with finalizers %d)", kind, len(items), deleting, finalizers)
 }
 
 // onSchedule calls do(i) for i < n, the i-th at i/rate after the first, up to 64 at once, and
