@@ -335,16 +335,10 @@ func progressingCondition(s Summary, in Input, paused, canaryHeld, stalled bool,
 			c.Reason = v1.ReasonScaling
 		}
 		c.Message = bounded(progressSentence(s)+"; not done yet: "+s.Settling, maxConditionMessage)
-	case s.Updated < s.Desired && s.Replicas > 0 && in.Serving.Status.UpdateRevision != "" && !restartOnly(in) && rollingOut(s, in):
-		c.Reason, c.Message = v1.ReasonRollingOut, progressSentence(s)
 	case s.Replicas > 0 && restartOnly(in):
 		// Until every group is restarted and ready again.
 		c.Reason, c.Message = v1.ReasonRestarting, progressSentence(s)
-	case s.Replicas > 0 && in.Serving.Status.UpdateRevision != "" && rolloutUnfinished(in):
-		// Every group on the update revision, not every one ready yet: the rollout's last
-		// groups coming up are its progress, not a scale. Said Scaling, the reason went back and
-		// forth at the last group (RollingOut while its pods were replaced, Scaling once its new
-		// leader was there), a status write each time, and a false Scaling in between.
+	case s.Replicas > 0 && in.Serving.Status.UpdateRevision != "" && rollingOut(s, in):
 		c.Reason, c.Message = v1.ReasonRollingOut, progressSentence(s)
 	default:
 		c.Reason, c.Message = v1.ReasonScaling, progressSentence(s)
@@ -364,11 +358,15 @@ func lwsObserved(lws *lwsv1.LeaderWorkerSet) bool {
 }
 
 // rollingOut tells a rollout (groups move from one revision to another) from groups being made
-// on the one revision (a new serving's, or a scale up's): some group runs another revision than
-// the update revision, or the current revision is not the update revision yet. A new serving
-// whose groups come up one by one is Scaling, as it is while it settles.
+// on the one revision (a new serving's, or a scale up's): the current revision is not the update
+// revision yet, or groups short of the desired ones run another revision. A rollout stays one
+// until every group is updated and ready: said Scaling once every group was on the update
+// revision, the reason went back and forth at the last group (RollingOut while its pods were
+// replaced, Scaling once its new leader was there), a status write each time, and a false
+// Scaling in between. A new serving whose groups come up one by one is Scaling, as it is while
+// it settles.
 func rollingOut(s Summary, in Input) bool {
-	return s.Updated < s.Replicas || rolloutUnfinished(in)
+	return rolloutUnfinished(in) || (s.Updated < s.Desired && s.Updated < s.Replicas)
 }
 
 // rolloutUnfinished: the serving's status still says another revision than the update revision is
