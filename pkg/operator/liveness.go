@@ -30,7 +30,11 @@ import (
 // The apply over a LeaderWorkerSet the pass read as ours asks nothing: the resourceVersion alone
 // keeps it from re-owning a released one (a release moves it), whenever the deletion came, and a
 // rollout's LWS then moves without waiting for a read of the serving. Nor does a new serving's
-// LeaderWorkerSet create (see liveness.first): a create gives nothing back.
+// LeaderWorkerSet create (see liveness.first): a create gives nothing back. Nor do the revision
+// records: their create gives nothing back either (a record made for a serving deleted meanwhile
+// is owned by its UID and collected with it, see beforeCreate), and a prune deletes a record at
+// the resourceVersion the pass read, which a release moves. So a rollout's pass, and the pass
+// that prunes after it, ask the API server nothing of their serving.
 
 // errServingNotLive: the serving this pass read from the cache is gone, deleted or replaced.
 var errServingNotLive = errors.New("the serving is no longer live on the API server")
@@ -140,6 +144,19 @@ func (r *Reconciler) beforeWrite(ctx context.Context) error {
 	}
 	l.confirmed = true
 	return nil
+}
+
+// beforeCreate is what the create of a revision record asks first. Nothing of the API server: a
+// create gives no released child back, and a record made for a serving deleted meanwhile is owned
+// by its UID, so the garbage collector takes it with the serving (or after it, when the serving
+// went with --cascade=orphan: the record was not there to be kept). In a serving's first pass the
+// finalizer's write comes first, as before the pass's other writes after the LeaderWorkerSet's
+// (see liveness.first).
+func (r *Reconciler) beforeCreate(ctx context.Context) error {
+	if l := passLiveness(ctx); l == nil || l.writeFinalizer == nil {
+		return nil
+	}
+	return r.beforeWrite(ctx)
 }
 
 // confirmLive asks the API server whether ms is still live: errServingNotLive when it is gone,

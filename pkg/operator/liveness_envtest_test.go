@@ -2,6 +2,8 @@ package operator_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
 	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
 // holdFinalizer keeps a deleted serving on the API server after the operator lets it go, as the
@@ -185,4 +188,93 @@ func TestAPassOnAStaleServingDoesNotReownOrphanedChildren(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A rollout's pass records its revision beside the LeaderWorkerSet's apply, and a later pass
+// prunes the records beyond the history limit: neither asks the API server whether the serving
+// is live first (a record's create gives no released child back, and a prune deletes at the
+// resourceVersion it read), so neither reads the serving.
+func TestARolloutAndThePruneAfterItDoNotReadTheirServing(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := env.Client.Create(ctx, serving(ns, "ro")); err != nil {
+		t.Fatal(err)
+	}
+	prev := waitServing(t, ns, "ro", "convergence", func(ms *v1.ModelServing) bool {
+		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision != ""
+	}).Status.UpdateRevision
+	w := primaryRequests
+	w.watch(t, ns)
+	// One rollout more than the history holds: the last is followed by a prune.
+	for i := 1; i <= operator.DefaultHistoryLimit; i++ {
+		updateServing(t, ns, "ro", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = fmt.Sprintf("vllm/vllm-openai:v0.%d.0", 30+i) })
+		prev = waitServing(t, ns, "ro", fmt.Sprintf("rollout %d recorded", i), func(ms *v1.ModelServing) bool {
+			return ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision != prev
+		}).Status.UpdateRevision
+	}
+	testenv.Eventually(t, 20*time.Second, "the prune to the history limit", func() (bool, error) {
+		list := &appsv1.ControllerRevisionList{}
+		if err := env.Client.List(ctx, list, revision.ListOptions(ns, "ro")...); err != nil {
+			return false, err
+		}
+		return len(list.Items) <= operator.DefaultHistoryLimit, fmt.Errorf("%d revisions", len(list.Items))
+	})
+	sent := w.requests()
+	servingPath := "/apis/" + v1.GroupVersion.Group + "/" + v1.GroupVersion.Version + "/namespaces/" + ns + "/modelservings/ro"
+	if n := countOf(sent, "GET "+servingPath); n != 0 {
+		t.Errorf("the serving was read %d times from the API server in %d rollouts and their prune, want none\n%s",
+			n, operator.DefaultHistoryLimit, strings.Join(sent, "\n"))
+	}
+	pruned := 0
+	for _, r := range sent {
+		if strings.HasPrefix(r, "DELETE /apis/apps/v1/namespaces/"+ns+"/controllerrevisions/") {
+			pruned++
+		}
+	}
+	if pruned == 0 {
+		t.Fatalf("no revision was pruned: the case did not happen\n%s", strings.Join(sent, "\n"))
+	}
+}
+
+// The prune asks nothing of the serving: a revision record the garbage collector released (the
+// serving deleted with --cascade=orphan) between the pass's read and its delete is kept, as the
+// user asked.
+func TestAPruneLeavesARevisionReleasedSinceThePassReadIt(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ms := orphanedServing(t, ns, "kp")
+	prev := ms.Status.UpdateRevision
+	for i := 1; i <= 2; i++ {
+		updateServing(t, ns, "kp", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = fmt.Sprintf("vllm/vllm-openai:v0.%d.0", 40+i) })
+		prev = waitServing(t, ns, "kp", fmt.Sprintf("rollout %d recorded", i), func(ms *v1.ModelServing) bool {
+			return ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision != prev
+		}).Status.UpdateRevision
+	}
+	ms = waitServing(t, ns, "kp", "the serving as a pass reads it", func(*v1.ModelServing) bool { return true })
+	before := len(childrenOf(t, ns, "kp")) - 2
+	// A pass that keeps one revision: right before its first delete of a record, the serving is
+	// deleted with --cascade=orphan and its children released.
+	var tried []string
+	c := interceptor.NewClient(watchClient(t), interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			if _, ok := o.(*appsv1.ControllerRevision); ok {
+				if len(tried) == 0 {
+					orphanDelete(t, ms)
+				}
+				tried = append(tried, o.GetName())
+			}
+			return c.Delete(ctx, o, opts...)
+		},
+	})
+	r := &operator.Reconciler{Client: c, Live: env.Client, Scheme: env.Scheme, Clock: clock.RealClock{}, HistoryLimit: 1}
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(ms)}); err != nil {
+		t.Fatalf("the pass failed: %v", err)
+	}
+	if len(tried) == 0 {
+		t.Fatal("the pass pruned nothing: the case did not happen")
+	}
+	if after := len(childrenOf(t, ns, "kp")) - 2; after != before {
+		t.Errorf("%d revisions left of %d: the pass deleted released ones (it tried %v)", after, before, tried)
+	}
+	checkReleased(t, ns, "kp")
 }

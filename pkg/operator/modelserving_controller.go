@@ -679,8 +679,8 @@ func nameConflict(kind string, o client.Object) status.Problem {
 // act carries out what compute decided: records the revision, applies the LWS and the Service
 // and prunes old revisions. It decides nothing.
 func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
-	// Every write below was decided on the serving as the cache held it: beforeWrite makes sure
-	// it is still live (see liveness).
+	// Every write below was decided on the serving as the cache held it: none of them can give a
+	// released child back to a serving deleted since (see liveness).
 	steps := []func(context.Context, *observed, *intent) error{r.recordBesideWorkloads, r.applyServices, r.prune}
 	if obs.noWorkload() {
 		// A serving with no LeaderWorkerSet yet (just created, or its LWS deleted): the LWS first,
@@ -720,13 +720,21 @@ func (r *Reconciler) recordBesideWorkloads(ctx context.Context, obs *observed, i
 	return recordErr
 }
 
-// prune deletes the revisions beyond the history limit.
+// prune deletes the revisions beyond the history limit, each at the resourceVersion the pass
+// read: a record the garbage collector released since (its serving deleted with
+// --cascade=orphan, the record kept for the user) has another, and the API server refuses the
+// delete. So the prune asks nothing of the serving first (see liveness).
 func (r *Reconciler) prune(ctx context.Context, obs *observed, in *intent) error {
 	for _, rev := range in.prune {
-		if err := r.beforeWrite(ctx); err != nil {
-			return err
-		}
-		if err := r.Client.Delete(ctx, &rev); err != nil && !apierrors.IsNotFound(err) {
+		uid, rv := rev.UID, rev.ResourceVersion
+		err := r.Client.Delete(ctx, &rev, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		switch {
+		case apierrors.IsConflict(err):
+			// Released, or changed by someone since the cache read it: the event of that change
+			// brings the next pass, which decides on the record as it is.
+			log.FromContext(ctx).V(1).Info("A revision to prune changed since the cache read it; left for the next pass", "revision", rev.Name)
+			continue
+		case err != nil && !apierrors.IsNotFound(err):
 			return fmt.Errorf("prune ControllerRevision %s: %w", rev.Name, err)
 		}
 		r.unseen.drop(client.ObjectKeyFromObject(obs.serving), childKey{"ControllerRevision", client.ObjectKeyFromObject(&rev)})
@@ -741,7 +749,7 @@ func (r *Reconciler) record(ctx context.Context, obs *observed, in *intent) erro
 	key := client.ObjectKeyFromObject(obs.serving).String()
 	switch {
 	case in.createRevision != nil:
-		if err := r.beforeWrite(ctx); err != nil {
+		if err := r.beforeCreate(ctx); err != nil {
 			return err
 		}
 		r.unseen.made(client.ObjectKeyFromObject(obs.serving), childKey{"ControllerRevision", client.ObjectKeyFromObject(in.createRevision)})
