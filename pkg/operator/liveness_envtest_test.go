@@ -207,10 +207,7 @@ func TestARolloutAndThePruneAfterItDoNotReadTheirServing(t *testing.T) {
 	w.watch(t, ns)
 	// One rollout more than the history holds: the last is followed by a prune.
 	for i := 1; i <= operator.DefaultHistoryLimit; i++ {
-		updateServing(t, ns, "ro", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = fmt.Sprintf("vllm/vllm-openai:v0.%d.0", 30+i) })
-		prev = waitServing(t, ns, "ro", fmt.Sprintf("rollout %d recorded", i), func(ms *v1.ModelServing) bool {
-			return ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision != prev
-		}).Status.UpdateRevision
+		prev = rollOutImage(t, ns, "ro", fmt.Sprintf("vllm/vllm-openai:v0.%d.0", 30+i), prev)
 	}
 	testenv.Eventually(t, 20*time.Second, "the prune to the history limit", func() (bool, error) {
 		list := &appsv1.ControllerRevisionList{}
@@ -245,10 +242,7 @@ func TestAPruneLeavesARevisionReleasedSinceThePassReadIt(t *testing.T) {
 	ms := orphanedServing(t, ns, "kp")
 	prev := ms.Status.UpdateRevision
 	for i := 1; i <= 2; i++ {
-		updateServing(t, ns, "kp", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = fmt.Sprintf("vllm/vllm-openai:v0.%d.0", 40+i) })
-		prev = waitServing(t, ns, "kp", fmt.Sprintf("rollout %d recorded", i), func(ms *v1.ModelServing) bool {
-			return ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision != prev
-		}).Status.UpdateRevision
+		prev = rollOutImage(t, ns, "kp", fmt.Sprintf("vllm/vllm-openai:v0.%d.0", 40+i), prev)
 	}
 	ms = waitServing(t, ns, "kp", "the serving as a pass reads it", func(*v1.ModelServing) bool { return true })
 	before := len(childrenOf(t, ns, "kp")) - 2
@@ -277,4 +271,14 @@ func TestAPruneLeavesARevisionReleasedSinceThePassReadIt(t *testing.T) {
 		t.Errorf("%d revisions left of %d: the pass deleted released ones (it tried %v)", after, before, tried)
 	}
 	checkReleased(t, ns, "kp")
+}
+
+// rollOutImage sets the serving's engine image and waits until the operator has recorded a new
+// update revision (other than prev) for it; it returns that revision.
+func rollOutImage(t *testing.T, ns, name, image, prev string) string {
+	t.Helper()
+	updateServing(t, ns, name, func(ms *v1.ModelServing) { ms.Spec.Engine.Image = image })
+	return waitServing(t, ns, name, "the rollout to "+image+" recorded", func(ms *v1.ModelServing) bool {
+		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.UpdateRevision != prev
+	}).Status.UpdateRevision
 }
