@@ -40,9 +40,7 @@ func orphanedServing(t *testing.T, ns, name string) *v1.ModelServing {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropFinalizers(ns, name) })
-	return waitServing(t, ns, name, "convergence", func(ms *v1.ModelServing) bool {
-		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Endpoint != ""
-	})
+	return waitConverged(t, ns, name)
 }
 
 func dropFinalizers(ns, name string) {

@@ -134,6 +134,25 @@ func waitServing(t *testing.T, ns, name, what string, cond func(*v1.ModelServing
 	return &got
 }
 
+// waitConverged waits until the operator has converged on the serving: its status observes the
+// spec and names the endpoint, and the serving's Service exists. The status does not wait for the
+// Service (the service maker creates it beside the pass, and its create event brings the next
+// pass), so a test that reads the children must wait for both.
+func waitConverged(t *testing.T, ns, name string) *v1.ModelServing {
+	t.Helper()
+	ms := waitServing(t, ns, name, "convergence", func(ms *v1.ModelServing) bool {
+		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Endpoint != ""
+	})
+	testenv.Eventually(t, 20*time.Second, "the Service of "+name, func() (bool, error) {
+		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: naming.ServiceName(name)}, &corev1.Service{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	return ms
+}
+
 // updateServing re-reads the serving and applies change until the write is not in conflict with
 // the operator's own status writes.
 func updateServing(t *testing.T, ns, name string, change func(*v1.ModelServing)) *v1.ModelServing {
@@ -384,9 +403,7 @@ func TestAConvergedServingIsNotWrittenAgain(t *testing.T) {
 	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
 		t.Fatal(err)
 	}
-	waitServing(t, ns, "qwen", "convergence", func(ms *v1.ModelServing) bool {
-		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Endpoint != ""
-	})
+	waitConverged(t, ns, "qwen")
 	time.Sleep(300 * time.Millisecond) // let the manager's own passes after its status write drain
 	before := versions(t, ns, "qwen")
 
@@ -592,9 +609,7 @@ func TestTwoManagersWithoutLeaderElectionDoNotFlap(t *testing.T) {
 	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
 		t.Fatal(err)
 	}
-	waitServing(t, ns, "qwen", "convergence", func(ms *v1.ModelServing) bool {
-		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Endpoint != ""
-	})
+	waitConverged(t, ns, "qwen")
 	time.Sleep(time.Second) // let both managers' first passes finish
 	before := versions(t, ns, "qwen")
 	testenv.Consistently(t, 3*time.Second, "no flapping between two managers", func() error {

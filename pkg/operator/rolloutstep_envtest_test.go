@@ -31,9 +31,7 @@ func TestARolloutAppliesItsLeaderWorkerSetWhileTheRevisionIsRecorded(t *testing.
 	if err := env.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
-	converged := waitServing(t, ns, "qwen", "convergence", func(ms *v1.ModelServing) bool {
-		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.Endpoint != ""
-	})
+	converged := waitConverged(t, ns, "qwen")
 	// The pass reads the serving with a new image (the manager of the suite sees no change and
 	// leaves it alone); everything else is the API server's.
 	edited := converged.DeepCopy()
