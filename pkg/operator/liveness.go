@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,9 +40,7 @@ var errServingNotLive = errors.New("the serving is no longer live on the API ser
 
 // liveness is one pass's knowledge that its serving is live.
 type liveness struct {
-	// mu: the revision is recorded beside the LeaderWorkerSet's apply (see act), and both may
-	// ask.
-	mu        sync.Mutex
+	// The pass's writes are made one after another (see act), so nothing here is shared.
 	serving   *v1.ModelServing
 	confirmed bool
 	// finalizer is the write of our finalizer in a serving's first pass, once made by finalizing
@@ -79,7 +76,7 @@ type finalizerWrite struct {
 }
 
 // finalizing returns the first pass's write of the finalizer, made now if it was not yet; nil on
-// the other passes. l.mu is held.
+// the other passes.
 func (l *liveness) finalizing() *finalizerWrite {
 	if l.finalizer == nil && l.writeFinalizer != nil {
 		l.finalizer = l.writeFinalizer()
@@ -125,8 +122,6 @@ func (r *Reconciler) beforeWrite(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.confirmed {
 		return nil
 	}

@@ -188,7 +188,7 @@ func TestAPassOnAStaleServingDoesNotReownOrphanedChildren(t *testing.T) {
 	})
 }
 
-// A rollout's pass records its revision beside the LeaderWorkerSet's apply, and a later pass
+// A rollout's pass records its revision right after the LeaderWorkerSet's apply, and a later pass
 // prunes the records beyond the history limit: neither asks the API server whether the serving
 // is live first (a record's create gives no released child back, and a prune deletes at the
 // resourceVersion it read), so neither reads the serving.

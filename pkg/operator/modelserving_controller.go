@@ -110,6 +110,8 @@ type Reconciler struct {
 	built builtLWS
 	// rolloutStart remembers when a serving's current rollout began, for the duration metric.
 	rolloutStart sync.Map // types.NamespacedName -> time.Time
+	// done remembers what each serving's stored status last called done (see noteDone).
+	done sync.Map // types.NamespacedName -> doneMark
 	// StatusDetailInterval is how long a change of detail alone (StatusDetailOnly) waits before
 	// it is written, and how often at most it is; DefaultStatusDetailInterval when 0.
 	StatusDetailInterval time.Duration
@@ -184,19 +186,6 @@ func (o *observed) allPods() []corev1.Pod {
 	return all
 }
 
-// noWorkload: the serving has no LeaderWorkerSet of its own, nor any of its roles.
-func (o *observed) noWorkload() bool {
-	if o.lws != nil {
-		return false
-	}
-	for _, ro := range o.roles {
-		if ro.lws != nil {
-			return false
-		}
-	}
-	return true
-}
-
 // +kubebuilder:rbac:groups=serving.kubectl-llm.dev,resources=modelservings,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=serving.kubectl-llm.dev,resources=modelservings/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=serving.kubectl-llm.dev,resources=modelservings/finalizers,verbs=update
@@ -266,7 +255,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		r.retryHeldWorkers(ctx, ms, obs.allPods())
 	}
-	live.mu.Lock()
 	finalizer := live.finalizer
 	if err == nil && !stale {
 		finalizer = live.finalizing()
@@ -274,7 +262,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if finalizer != nil && finalizer.err == nil {
 		ms, live.serving, live.confirmed = finalizer.serving, finalizer.serving, true
 	}
-	live.mu.Unlock()
 	if finalizer != nil {
 		if finalizer.err != nil {
 			return ctrl.Result{}, finalizer.err
@@ -676,48 +663,26 @@ func nameConflict(kind string, o client.Object) status.Problem {
 		kind, o.GetName(), who)}
 }
 
-// act carries out what compute decided: records the revision, applies the LWS and the Service
-// and prunes old revisions. It decides nothing.
+// act carries out what compute decided: applies the LWS, records the revision (or renumbers one),
+// applies the Service and prunes old revisions. It decides nothing.
+//
+// The LeaderWorkerSet goes first, as it is what the groups wait on: a new serving's first groups,
+// a rollout's new template, an undo's old one. The revision it runs is recorded right after. Its
+// template carries the revision's name, computed from the spec, not read from the record, and a
+// pass that finds an LWS on a revision with no record records it (compute), so a kill between the
+// two loses nothing; only for the milliseconds between them can the LWS run a revision the history
+// does not list yet. (From session 20 to 34 a rollout's record was sent beside its apply, at the
+// same moment; since the record asks nothing of the API server first, the apply first costs a
+// rollout nothing.)
 func (r *Reconciler) act(ctx context.Context, obs *observed, in *intent) error {
 	// Every write below was decided on the serving as the cache held it: none of them can give a
 	// released child back to a serving deleted since (see liveness).
-	steps := []func(context.Context, *observed, *intent) error{r.recordBesideWorkloads, r.applyServices, r.prune}
-	if obs.noWorkload() {
-		// A serving with no LeaderWorkerSet yet (just created, or its LWS deleted): the LWS first,
-		// as it is what the groups wait on; the revision it runs is recorded right after. Its
-		// template carries the revision's name, computed from the spec, not read from the record,
-		// and a pass that finds an LWS without its record records it (compute), so a kill between
-		// the two loses nothing.
-		steps = []func(context.Context, *observed, *intent) error{r.applyWorkloads, r.record, r.applyServices, r.prune}
-	}
-	for _, step := range steps {
+	for _, step := range []func(context.Context, *observed, *intent) error{r.applyWorkloads, r.record, r.applyServices, r.prune} {
 		if err := step(ctx, obs, in); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// recordBesideWorkloads records the revision (or renumbers one) while the LeaderWorkerSet is
-// applied, of a serving that has one: a rollout's new template reaches LWS one request after the
-// pass, not three (the serving's liveness, the record, then the apply). For the same reason as a
-// new serving's, a kill between the two loses nothing; only for the milliseconds between them can
-// the LWS run a revision the history does not list yet.
-func (r *Reconciler) recordBesideWorkloads(ctx context.Context, obs *observed, in *intent) error {
-	if in.createRevision == nil && in.renumber == nil {
-		if err := r.record(ctx, obs, in); err != nil { // its notes
-			return err
-		}
-		return r.applyWorkloads(ctx, obs, in)
-	}
-	recorded := make(chan error, 1)
-	go func() { recorded <- r.record(ctx, obs, in) }()
-	applyErr := r.applyWorkloads(ctx, obs, in)
-	recordErr := <-recorded
-	if applyErr != nil {
-		return applyErr
-	}
-	return recordErr
 }
 
 // prune deletes the revisions beyond the history limit, each at the resourceVersion the pass
@@ -835,6 +800,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.statusWritten.Delete(key)
 	r.detailHeld.Delete(key)
 	r.rolloutStart.Delete(key)
+	r.done.Delete(key)
 	r.built.forget(key)
 	r.echoes.forget(key)
 	r.released.Delete(key)
@@ -1000,12 +966,12 @@ func (r *Reconciler) report(ctx context.Context, obs *observed, in intent, actEr
 	}
 	input := status.InputOf(seen, now).WithRevisions(in.updateRev, in.plan.TemplateRevision)
 	input.SpecError, input.Problems, input.Plan = specErr, problems, status.RolePlanOf(in.rolePlan)
-	sum := r.confirmDone(ctx, obs, &input, status.Summarize(input))
+	sum, recovered := r.confirmDone(ctx, obs, &input, status.Summarize(input))
 	next := NextStatus(ms, sum, in.updateRev, now)
 	if specErr != nil || actErr != nil {
 		next.ObservedGeneration = ms.Status.ObservedGeneration
 	}
-	r.recordEvents(ms, &next, sum)
+	r.recordEvents(ms, &next, sum, recovered)
 	r.Metrics.observeServing(ms, sum)
 	if len(ms.Spec.Roles) > 0 {
 		next.Plan = status.PlanStatus(in.rolePlan, in.updateRev)
@@ -1187,8 +1153,14 @@ func groupStatuses(sum status.Summary, updateRev string) []v1.GroupStatus {
 	return out
 }
 
-// recordEvents emits events for transitions between the stored and the next status.
-func (r *Reconciler) recordEvents(ms *v1.ModelServing, next *v1.ModelServingStatus, sum status.Summary) {
+// EventGroupsRecovered is the reason of the event a serving gets when its groups are all ready
+// again after some went not ready with no rollout under way (a group recreated after one of its
+// pods failed, say); a rollout's end is RolloutComplete.
+const EventGroupsRecovered = "GroupsRecovered"
+
+// recordEvents emits events for transitions between the stored and the next status. recovered:
+// the serving is done again after a recovery, not after a rollout (see confirmDone).
+func (r *Reconciler) recordEvents(ms *v1.ModelServing, next *v1.ModelServingStatus, sum status.Summary, recovered bool) {
 	if r.Recorder == nil {
 		return
 	}
@@ -1204,7 +1176,12 @@ func (r *Reconciler) recordEvents(ms *v1.ModelServing, next *v1.ModelServingStat
 		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, "Scaled", "Scale", "desired groups now %d", sum.Desired)
 	}
 	prevProg := meta.FindStatusCondition(prev.Conditions, v1.ConditionProgressing)
-	if sum.Progress.Reason == v1.ReasonRolloutComplete && (prevProg == nil || prevProg.Reason != v1.ReasonRolloutComplete) {
+	switch {
+	case sum.Progress.Reason != v1.ReasonRolloutComplete || (prevProg != nil && prevProg.Reason == v1.ReasonRolloutComplete):
+	case recovered:
+		// No rollout started: groups went not ready and came back (see confirmDone).
+		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, EventGroupsRecovered, "Recover", "every group ready again: %s", sum.Progress.Message)
+	default:
 		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, "RolloutComplete", "Rollout", "%s", sum.Progress.Message)
 		if t, ok := r.rolloutStart.LoadAndDelete(key); ok {
 			r.Metrics.observeRollout(now.Sub(t.(time.Time)))

@@ -20,11 +20,11 @@ import (
 	"github.com/kubectl-llm/kubectl-llm/pkg/revision"
 )
 
-// A rollout's new template goes to the LeaderWorkerSet while its revision is being recorded, not
-// after: the step from the serving to LWS is one request (the apply) rather than three (the
-// serving's liveness, the record, the apply). Here the record's create waits until the apply has
-// been sent; were the apply to wait for the record, the create would wait in vain.
-func TestARolloutAppliesItsLeaderWorkerSetWhileTheRevisionIsRecorded(t *testing.T) {
+// A rollout's new template goes to the LeaderWorkerSet first, and its revision is recorded right
+// after, not at the same moment: the apply is what the groups wait on, and on a busy API server
+// two requests at once each take longer. Here the LeaderWorkerSet's apply is held for a moment:
+// a record sent beside it (as from session 20 to 34) would be created before the apply is done.
+func TestARolloutAppliesItsLeaderWorkerSetBeforeRecordingTheRevision(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	ms := serving(ns, "qwen")
@@ -36,9 +36,7 @@ func TestARolloutAppliesItsLeaderWorkerSetWhileTheRevisionIsRecorded(t *testing.
 	// leaves it alone); everything else is the API server's.
 	edited := converged.DeepCopy()
 	edited.Spec.Engine.Image = "vllm/vllm-openai:rollout-step"
-	applied := make(chan struct{})
-	var appliedOnce atomic.Bool
-	var createWaited atomic.Int64
+	var applied, createdBeforeApplied, created atomic.Bool
 	c := interceptor.NewClient(watchClient(t), interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
 			if s, ok := o.(*v1.ModelServing); ok && key.Name == "qwen" {
@@ -48,19 +46,21 @@ func TestARolloutAppliesItsLeaderWorkerSetWhileTheRevisionIsRecorded(t *testing.
 			return c.Get(ctx, key, o, opts...)
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			if lws, ok := o.(*lwsac.LeaderWorkerSetApplyConfiguration); ok && lws.Name != nil && *lws.Name == "qwen" && appliedOnce.CompareAndSwap(false, true) {
-				close(applied)
+			lws, ok := o.(*lwsac.LeaderWorkerSetApplyConfiguration)
+			if !ok || lws.Name == nil || *lws.Name != "qwen" {
+				return c.Apply(ctx, o, opts...)
 			}
-			return c.Apply(ctx, o, opts...)
+			time.Sleep(300 * time.Millisecond)
+			err := c.Apply(ctx, o, opts...)
+			applied.Store(true)
+			return err
 		},
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
 			if _, ok := o.(*appsv1.ControllerRevision); ok {
-				start := time.Now()
-				select {
-				case <-applied:
-				case <-time.After(5 * time.Second):
+				created.Store(true)
+				if !applied.Load() {
+					createdBeforeApplied.Store(true)
 				}
-				createWaited.Store(int64(time.Since(start)))
 			}
 			return c.Create(ctx, o, opts...)
 		},
@@ -69,11 +69,11 @@ func TestARolloutAppliesItsLeaderWorkerSetWhileTheRevisionIsRecorded(t *testing.
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(ms)}); err != nil {
 		t.Fatalf("the pass failed: %v", err)
 	}
-	if !appliedOnce.Load() {
-		t.Fatal("the pass applied no LeaderWorkerSet")
+	if !applied.Load() || !created.Load() {
+		t.Fatalf("the pass applied a LeaderWorkerSet: %v, created a ControllerRevision: %v; want both", applied.Load(), created.Load())
 	}
-	if waited := time.Duration(createWaited.Load()); waited >= 5*time.Second {
-		t.Errorf("the revision's create waited %s for the LeaderWorkerSet's apply: the apply waited for the record", waited)
+	if createdBeforeApplied.Load() {
+		t.Error("the revision was recorded while the LeaderWorkerSet's apply was still under way: want the apply first")
 	}
 	lws := &lwsv1.LeaderWorkerSet{}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ms), lws); err != nil {

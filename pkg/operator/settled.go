@@ -2,6 +2,8 @@ package operator
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,36 +38,89 @@ func alreadyDone(ms *v1.ModelServing, updateRev string) bool {
 // read from the API server, does while it is not done rolling (see status.LeaderSetUnsettled for
 // why the pods are not enough). One GET per LeaderWorkerSet, only then. in gets what is
 // unsettled.
-func (r *Reconciler) confirmDone(ctx context.Context, obs *observed, in *status.Input, sum status.Summary) status.Summary {
+//
+// recovered: the groups are back after a recovery, not at the end of a rollout. The stored status
+// called this very state done before (same serving, generation and update revision, every
+// LeaderWorkerSet at the generation it had then), and it went not done only because groups went
+// not ready: a group recreated after a pod of it failed, say. Nothing was handed to a StatefulSet
+// since, so its leader StatefulSet is not read; and it is no rollout that completes (see
+// recordEvents).
+func (r *Reconciler) confirmDone(ctx context.Context, obs *observed, in *status.Input, sum status.Summary) (_ status.Summary, recovered bool) {
 	ms := obs.serving
-	if sum.Progress.Reason != v1.ReasonRolloutComplete || alreadyDone(ms, in.UpdateRevision) {
-		return sum
+	done := r.noteDone(obs, in.UpdateRevision)
+	if sum.Progress.Reason != v1.ReasonRolloutComplete || done {
+		return sum, false
 	}
+	recovered = r.doneBefore(obs, in.UpdateRevision)
 	unsettled := false
 	if len(in.Roles) == 0 && in.LWS != nil {
-		in.Unsettled, in.UnsettledWatched = r.unsettled(ctx, ms.Namespace, obs.service, obs.serviceConflict, naming.ServiceName(ms.Name), in.LWS.Name)
+		in.Unsettled, in.UnsettledWatched = r.unsettled(ctx, ms.Namespace, obs.service, obs.serviceConflict, naming.ServiceName(ms.Name), in.LWS.Name, !recovered)
 		unsettled = in.Unsettled != ""
 	}
 	for i := range in.Roles {
 		if ri := &in.Roles[i]; ri.LWS != nil {
 			ro := obs.role(ri.Name)
-			ri.Unsettled, ri.UnsettledWatched = r.unsettled(ctx, ms.Namespace, ro.service, ro.serviceConflict, naming.RoleServiceName(ms.Name, ri.Name), ri.LWS.Name)
+			ri.Unsettled, ri.UnsettledWatched = r.unsettled(ctx, ms.Namespace, ro.service, ro.serviceConflict, naming.RoleServiceName(ms.Name, ri.Name), ri.LWS.Name, !recovered)
 			unsettled = unsettled || ri.Unsettled != ""
 		}
 	}
 	if !unsettled {
-		return sum
+		return sum, recovered
 	}
-	return status.Summarize(*in)
+	return status.Summarize(*in), false
+}
+
+// doneMark is what a serving's stored status called done: the serving (its UID, generation and
+// update revision) and its LeaderWorkerSets (the UID and generation of each).
+type doneMark struct{ serving, workloads string }
+
+func doneMarkOf(obs *observed, updateRev string) doneMark {
+	ms := obs.serving
+	var b strings.Builder
+	if obs.lws != nil {
+		fmt.Fprintf(&b, "%s/%d", obs.lws.UID, obs.lws.Generation)
+	}
+	for _, ro := range obs.roles {
+		if ro.lws != nil {
+			fmt.Fprintf(&b, " %s=%s/%d", ro.name, ro.lws.UID, ro.lws.Generation)
+		}
+	}
+	return doneMark{serving: fmt.Sprintf("%s/%d/%s", ms.UID, ms.Generation, updateRev), workloads: b.String()}
+}
+
+// noteDone remembers what the stored status calls done while it calls the serving's rollout of
+// this generation and revision done, and says whether it does. The LeaderWorkerSets are taken as
+// the first pass that found it done saw them: one changed since (a hand edit the operator undid,
+// say) was handed a template, so its groups coming back is no recovery (see doneBefore). An
+// operator started afresh learns the mark from the first pass that finds the stored status done.
+func (r *Reconciler) noteDone(obs *observed, updateRev string) bool {
+	if !alreadyDone(obs.serving, updateRev) {
+		return false
+	}
+	key := client.ObjectKeyFromObject(obs.serving)
+	mark := doneMarkOf(obs, updateRev)
+	if v, ok := r.done.Load(key); !ok || v.(doneMark).serving != mark.serving {
+		r.done.Store(key, mark)
+	}
+	return true
+}
+
+// doneBefore: the stored status called this very state done before (see noteDone).
+func (r *Reconciler) doneBefore(obs *observed, updateRev string) bool {
+	v, ok := r.done.Load(client.ObjectKeyFromObject(obs.serving))
+	return ok && v.(doneMark) == doneMarkOf(obs, updateRev)
 }
 
 // unsettled says why a LeaderWorkerSet's rollout is not done although its pods say so: its
 // Service not made yet (watched: the Service's create event, or the Service maker when the create
-// fails, brings the next pass), else its leader StatefulSet not done rolling (not watched); ""
-// when neither.
-func (r *Reconciler) unsettled(ctx context.Context, namespace string, svc *corev1.Service, conflict bool, svcName, lwsName string) (why string, watched bool) {
+// fails, brings the next pass), else its leader StatefulSet not done rolling (not watched; read
+// only when readLeaderSet); "" when neither.
+func (r *Reconciler) unsettled(ctx context.Context, namespace string, svc *corev1.Service, conflict bool, svcName, lwsName string, readLeaderSet bool) (why string, watched bool) {
 	if why := serviceUnmade(svc, conflict, svcName); why != "" {
 		return why, true
+	}
+	if !readLeaderSet {
+		return "", false
 	}
 	return r.leaderSetUnsettled(ctx, namespace, lwsName), false
 }

@@ -13,9 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
+	"github.com/kubectl-llm/kubectl-llm/pkg/operator"
+	"github.com/kubectl-llm/kubectl-llm/test/testenv"
 )
 
 // The operator calls a rollout done only once the leader StatefulSet is done rolling, read from
@@ -26,15 +29,7 @@ import (
 func TestARolloutIsCalledDoneOnlyOnceItsLeaderStatefulSetIsDoneRolling(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
-		t.Fatal(err)
-	}
-	lws := waitLWS(t, ns, "qwen", func(l *lwsv1.LeaderWorkerSet) bool { return revisionLabel(l) != "" })
-	rev := revisionLabel(lws)
-	lws.Status.ObservedGeneration = lws.Generation // the LWS controller saw the spec
-	if err := env.Client.Status().Update(ctx, lws); err != nil {
-		t.Fatal(err)
-	}
+	rev := createdWithObservedLWS(t, ns, "qwen")
 	createReadyGroups(t, ns, "qwen", 2, rev)
 
 	progressing := func(want string) func(*v1.ModelServing) bool {
@@ -82,6 +77,23 @@ func TestARolloutIsCalledDoneOnlyOnceItsLeaderStatefulSetIsDoneRolling(t *testin
 	if done.Status.Phase != v1.PhaseReady || done.Status.CurrentRevision != rev {
 		t.Errorf("phase %s current revision %s: want Ready on %s", done.Status.Phase, done.Status.CurrentRevision, rev)
 	}
+}
+
+// createdWithObservedLWS creates a serving named name and waits for its LeaderWorkerSet, whose
+// status then says its controller observed its spec, as the LWS controller would; it returns the
+// revision the LeaderWorkerSet's template carries.
+func createdWithObservedLWS(t *testing.T, ns, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, serving(ns, name)); err != nil {
+		t.Fatal(err)
+	}
+	lws := waitLWS(t, ns, name, func(l *lwsv1.LeaderWorkerSet) bool { return revisionLabel(l) != "" })
+	lws.Status.ObservedGeneration = lws.Generation // the LWS controller saw the spec
+	if err := env.Client.Status().Update(ctx, lws); err != nil {
+		t.Fatal(err)
+	}
+	return revisionLabel(lws)
 }
 
 // createReadyGroups creates the 2 pods of each of n groups of a serving without roles, ready on
@@ -133,4 +145,71 @@ func createGroupPod(t *testing.T, ns, setName string, g, w int, labels, annotati
 		t.Fatal(err)
 	}
 	return pod
+}
+
+// A group that goes not ready and comes back with no rollout under way (LWS recreates a group
+// when one of its pods fails) is a recovery, not a rollout that completes: the serving gets a
+// GroupsRecovered event, not a second RolloutComplete, and the pass that sees it back reads no
+// leader StatefulSet (nothing was handed to one since the stored status called it done).
+// envtest runs no LWS or StatefulSet controller: the test does what they would.
+func TestAGroupBackWithNoRolloutIsARecoveryNotARolloutComplete(t *testing.T) {
+	ns := namespace(t)
+	rev := createdWithObservedLWS(t, ns, "qwen")
+	createReadyGroups(t, ns, "qwen", 2, rev)
+	createDoneLeaderSet(t, ns, "qwen", 2)
+	progressing := func(reason string, ready int32) func(*v1.ModelServing) bool {
+		return func(ms *v1.ModelServing) bool {
+			c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
+			return ms.Status.ObservedGeneration == ms.Generation && c != nil && c.Reason == reason && ms.Status.ReadyReplicas == ready
+		}
+	}
+	waitServing(t, ns, "qwen", "the first start done", progressing(v1.ReasonRolloutComplete, 2))
+	waitEvents(t, ns, "qwen", "the first start's RolloutComplete", func(reasons map[string]int) bool { return reasons["RolloutComplete"] == 1 })
+
+	w := primaryRequests
+	w.watch(t, ns)
+	// Group 1 recreated: its pods go and come back on the same revision, loading, then ready.
+	replaceGroup(t, ns, "qwen", 1, rev)
+	waitServing(t, ns, "qwen", "group 1 down", func(ms *v1.ModelServing) bool {
+		c := meta.FindStatusCondition(ms.Status.Conditions, v1.ConditionProgressing)
+		return ms.Status.ReadyReplicas == 1 && c != nil && c.Reason != v1.ReasonRolloutComplete
+	})
+	markPodsReady(t, ns, client.MatchingLabels{v1.LabelName: "qwen", lwsv1.GroupIndexLabelKey: "1"})
+	back := waitServing(t, ns, "qwen", "every group back", progressing(v1.ReasonRolloutComplete, 2))
+	if back.Status.Phase != v1.PhaseReady || back.Status.CurrentRevision != rev {
+		t.Errorf("after the recovery: phase %s, current revision %s; want Ready on %s", back.Status.Phase, back.Status.CurrentRevision, rev)
+	}
+	reasons := waitEvents(t, ns, "qwen", "the recovery's event", func(reasons map[string]int) bool { return reasons[operator.EventGroupsRecovered] > 0 })
+	if reasons["RolloutComplete"] != 1 || reasons[operator.EventGroupsRecovered] != 1 {
+		t.Errorf("events %v: want one RolloutComplete (the first start) and one %s (the recovery)", reasons, operator.EventGroupsRecovered)
+	}
+	for _, req := range w.requests() {
+		if strings.Contains(req, "/statefulsets/") {
+			t.Errorf("the recovery read the leader StatefulSet (%s): nothing was handed to it since the serving was done", req)
+		}
+	}
+}
+
+// waitEvents waits until the events of a serving, counted by reason, satisfy cond, and returns
+// them.
+func waitEvents(t *testing.T, ns, name, what string, cond func(map[string]int) bool) map[string]int {
+	t.Helper()
+	var reasons map[string]int
+	testenv.Eventually(t, 20*time.Second, what, func() (bool, error) {
+		list := &corev1.EventList{}
+		if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		reasons = map[string]int{}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "ModelServing" && e.InvolvedObject.Name == name {
+				reasons[e.Reason] += max(int(e.Count), 1)
+			}
+		}
+		if cond(reasons) {
+			return true, nil
+		}
+		return false, fmt.Errorf("the serving's events so far, by reason: %v", reasons)
+	})
+	return reasons
 }

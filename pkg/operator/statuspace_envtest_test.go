@@ -205,15 +205,7 @@ func TestAServingWhoseNamespaceIsBeingDeletedDropsItsFinalizer(t *testing.T) {
 func TestARolloutsGroupsGoingNotReadyAreNotAStatusWriteEach(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	if err := env.Client.Create(ctx, serving(ns, "qwen")); err != nil {
-		t.Fatal(err)
-	}
-	lws := waitLWS(t, ns, "qwen", func(l *lwsv1.LeaderWorkerSet) bool { return revisionLabel(l) != "" })
-	oldRev := revisionLabel(lws)
-	lws.Status.ObservedGeneration = lws.Generation
-	if err := env.Client.Status().Update(ctx, lws); err != nil {
-		t.Fatal(err)
-	}
+	oldRev := createdWithObservedLWS(t, ns, "qwen")
 	createReadyGroups(t, ns, "qwen", 2, oldRev)
 	createDoneLeaderSet(t, ns, "qwen", 2)
 	progressing := func(reason string) func(*v1.ModelServing) bool {
@@ -225,7 +217,7 @@ func TestARolloutsGroupsGoingNotReadyAreNotAStatusWriteEach(t *testing.T) {
 	waitServing(t, ns, "qwen", "the first rollout done", progressing(v1.ReasonRolloutComplete))
 
 	updateServing(t, ns, "qwen", func(ms *v1.ModelServing) { ms.Spec.Engine.Image = "vllm/vllm-openai:v0.12.0" })
-	lws = waitLWS(t, ns, "qwen", func(l *lwsv1.LeaderWorkerSet) bool { return revisionLabel(l) != oldRev })
+	lws := waitLWS(t, ns, "qwen", func(l *lwsv1.LeaderWorkerSet) bool { return revisionLabel(l) != oldRev })
 	newRev := revisionLabel(lws)
 	lws.Status.ObservedGeneration = lws.Generation
 	if err := env.Client.Status().Update(ctx, lws); err != nil {

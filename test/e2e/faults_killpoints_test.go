@@ -102,9 +102,12 @@ func TestFaultsKillPoints(t *testing.T) {
 			down: killedWithChildren(true, 1, false)},
 		// The Service is made beside the pass (the serviceMaker): the pass's status may be written already.
 		{name: "create: after the Service, made beside the pass", point: "after-service", fresh: true, trigger: create},
-		{name: "rolling update: after the new revision, before the LeaderWorkerSet moves", point: "after-revision", trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
-		{name: "rolling update: after the LeaderWorkerSet moved, before the status", point: "after-lws", trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
-		{name: "Recreate: after the new revision, before the old groups stop", point: "after-revision", recreate: true, trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
+		// A rollout's LeaderWorkerSet moves first, then its new revision is recorded.
+		{name: "rolling update: after the LeaderWorkerSet moved, before its new revision is recorded", point: "after-lws", trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) },
+			down: killedWithChildren(true, 1, true)},
+		{name: "rolling update: after the LeaderWorkerSet moved and its new revision, before the status", point: "after-revision", trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) },
+			down: killedWithChildren(true, 2, true)},
+		{name: "Recreate: after the old groups were told to stop and the new revision recorded", point: "after-revision", recreate: true, trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
 		{name: "Recreate: after the old groups were scaled to 0", point: "after-lws", recreate: true, trigger: func(t *testing.T, ns, name string) { update(t, ns, name, newImage) }},
 		{name: "canary: after the partitioned LeaderWorkerSet", point: "after-lws", trigger: startCanary, after: func(t *testing.T, ns, name string) {
 			waitCanaryHeld(t, ns, name)
