@@ -71,11 +71,15 @@ func (r *Reconciler) confirmDone(ctx context.Context, obs *observed, in *status.
 }
 
 // doneMark is what a serving's stored status called done: the serving (its UID, generation and
-// update revision) and its LeaderWorkerSets (the UID and generation of each).
-type doneMark struct{ serving, workloads string }
+// update revision) and its LeaderWorkerSets (the UID and generation of each, in workloads).
+type doneMark struct {
+	uid        types.UID
+	generation int64
+	revision   string
+	workloads  string
+}
 
 func doneMarkOf(obs *observed, updateRev string) doneMark {
-	ms := obs.serving
 	var b strings.Builder
 	if obs.lws != nil {
 		fmt.Fprintf(&b, "%s/%d", obs.lws.UID, obs.lws.Generation)
@@ -85,23 +89,28 @@ func doneMarkOf(obs *observed, updateRev string) doneMark {
 			fmt.Fprintf(&b, " %s=%s/%d", ro.name, ro.lws.UID, ro.lws.Generation)
 		}
 	}
-	return doneMark{serving: fmt.Sprintf("%s/%d/%s", ms.UID, ms.Generation, updateRev), workloads: b.String()}
+	ms := obs.serving
+	return doneMark{uid: ms.UID, generation: ms.Generation, revision: updateRev, workloads: b.String()}
 }
 
 // noteDone remembers what the stored status calls done while it calls the serving's rollout of
 // this generation and revision done, and says whether it does. The LeaderWorkerSets are taken as
 // the first pass that found it done saw them: one changed since (a hand edit the operator undid,
-// say) was handed a template, so its groups coming back is no recovery (see doneBefore). An
-// operator started afresh learns the mark from the first pass that finds the stored status done.
+// say) was handed a template, so its groups coming back is no recovery (see doneBefore). So a
+// pass of a converged serving compares three fields and stores nothing. An operator started
+// afresh learns the mark from the first pass that finds the stored status done.
 func (r *Reconciler) noteDone(obs *observed, updateRev string) bool {
-	if !alreadyDone(obs.serving, updateRev) {
+	ms := obs.serving
+	if !alreadyDone(ms, updateRev) {
 		return false
 	}
-	key := client.ObjectKeyFromObject(obs.serving)
-	mark := doneMarkOf(obs, updateRev)
-	if v, ok := r.done.Load(key); !ok || v.(doneMark).serving != mark.serving {
-		r.done.Store(key, mark)
+	key := client.ObjectKeyFromObject(ms)
+	if v, ok := r.done.Load(key); ok {
+		if m := v.(doneMark); m.uid == ms.UID && m.generation == ms.Generation && m.revision == updateRev {
+			return true
+		}
 	}
+	r.done.Store(key, doneMarkOf(obs, updateRev))
 	return true
 }
 
