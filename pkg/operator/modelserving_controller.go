@@ -1176,15 +1176,16 @@ func (r *Reconciler) recordEvents(ms *v1.ModelServing, next *v1.ModelServingStat
 		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, "Scaled", "Scale", "desired groups now %d", sum.Desired)
 	}
 	prevProg := meta.FindStatusCondition(prev.Conditions, v1.ConditionProgressing)
-	switch {
-	case sum.Progress.Reason != v1.ReasonRolloutComplete || (prevProg != nil && prevProg.Reason == v1.ReasonRolloutComplete):
-	case recovered:
-		// No rollout started: groups went not ready and came back (see confirmDone).
-		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, EventGroupsRecovered, "Recover", "every group ready again: %s", sum.Progress.Message)
-	default:
-		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, "RolloutComplete", "Rollout", "%s", sum.Progress.Message)
-		if t, ok := r.rolloutStart.LoadAndDelete(key); ok {
-			r.Metrics.observeRollout(now.Sub(t.(time.Time)))
+	becameDone := sum.Progress.Reason == v1.ReasonRolloutComplete && (prevProg == nil || prevProg.Reason != v1.ReasonRolloutComplete)
+	if becameDone {
+		if recovered {
+			// No rollout started: groups went not ready and came back (see confirmDone).
+			r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, EventGroupsRecovered, "Recover", "every group ready again: %s", sum.Progress.Message)
+		} else {
+			r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, "RolloutComplete", "Rollout", "%s", sum.Progress.Message)
+			if t, ok := r.rolloutStart.LoadAndDelete(key); ok {
+				r.Metrics.observeRollout(now.Sub(t.(time.Time)))
+			}
 		}
 	}
 	if sum.Progress.Reason == v1.ReasonProgressDeadlineExceeded && (prevProg == nil || prevProg.Reason != sum.Progress.Reason) {
