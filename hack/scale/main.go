@@ -214,6 +214,9 @@ type churned struct {
 	// namespaceGone is, for the part deleted with its namespace, the namespace's delete → the
 	// namespace gone (the namespace controller's last look; one per round).
 	namespaceGone []time.Duration
+	// namespaceWhere is, beside each of namespaceGone, where that deletion went: the namespace
+	// controller's passes and the slow collections in them (see describePasses).
+	namespaceWhere []string
 	// cpu, componentCPU and internals are the controller's CPU, every process's, and the
 	// controller's own metrics from the first delete until that part is gone, per deleted object
 	// (with the cases timed beside it).
@@ -248,6 +251,7 @@ func (c *churned) merge(rs []churned) {
 		c.rolloutPhases = append(c.rolloutPhases, r.rolloutPhases...)
 		c.deletion = append(c.deletion, r.deletion...)
 		c.namespaceGone = append(c.namespaceGone, r.namespaceGone...)
+		c.namespaceWhere = append(c.namespaceWhere, r.namespaceWhere...)
 		c.notRecreated += r.notRecreated
 		cpu = append(cpu, r.cpu)
 		for k, v := range r.internals {
@@ -839,33 +843,10 @@ func churn(ctx context.Context, s side, r *results, pid, n int, ns, burstNS stri
 		return fmt.Errorf("the namespace %s not gone: %w", burstNS, err)
 	}
 	r.byNamespace.namespaceGone = []time.Duration{time.Since(nsDeleted)}
+	r.byNamespace.namespaceWhere = []string{namespaceControllerSaid(burstNS, nsDeleted)}
 	fmt.Fprintf(os.Stderr, "%s: namespace %s gone %.1fs after its delete; the namespace controller on it: %s\n",
-		s.name, burstNS, time.Since(nsDeleted).Seconds(), namespaceControllerSaid(burstNS))
+		s.name, burstNS, time.Since(nsDeleted).Seconds(), r.byNamespace.namespaceWhere[0])
 	return nil
-}
-
-// namespaceControllerSaid is what kube-controller-manager's log says of the namespace: how many
-// lines name it, and the first of its errors ("Deletion of namespace failed", which requeues the
-// namespace with a growing backoff), if any.
-func namespaceControllerSaid(ns string) string {
-	data, err := os.ReadFile(filepath.Join(cluster.LogsDir(), "kube-controller-manager.log"))
-	if err != nil {
-		return err.Error()
-	}
-	var lines, failed int
-	first := ""
-	for _, l := range strings.Split(string(data), "\n") {
-		if !strings.Contains(l, `"`+ns+`"`) && !strings.Contains(l, "="+ns) && !strings.Contains(l, " "+ns+" ") {
-			continue
-		}
-		lines++
-		if strings.Contains(l, "Deletion of namespace failed") {
-			if failed++; first == "" {
-				first = l
-			}
-		}
-	}
-	return fmt.Sprintf("%d lines, %d deletion failures; first failure: %q", lines, failed, first)
 }
 
 // namespaceSays returns a function that prints (on stderr) what the namespace's conditions say
@@ -2390,7 +2371,20 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 		fmt.Fprintf(w, "| `kubectl llm get` of %d servings, median of 5 (against `kubectl get modelservings`) | %s | %s | %.2f× |\n",
 			g.n, round(g.kctl), round(g.llm), float64(g.llm)/float64(g.kctl))
 	}
+	printSlowestNamespaces(w, lws, llm)
 	printRequests(w, lws, llm)
+}
+
+// printSlowestNamespaces says, for each side, where its slowest namespace deletion went.
+func printSlowestNamespaces(w *os.File, lws, llm *results) {
+	for i, r := range []*results{lws, llm} {
+		if r == nil {
+			continue
+		}
+		if s := slowestNamespace(r.byNamespace.namespaceGone, r.byNamespace.namespaceWhere); s != "" {
+			fmt.Fprintf(w, "\n%s: the slowest namespace deletion, %s\n", []string{"LWS alone", "kubectl-llm"}[i], s)
+		}
+	}
 }
 
 // stamped says whether any of r's phases that at gives was stamped (false for a side not measured).
