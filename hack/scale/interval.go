@@ -7,20 +7,34 @@ import (
 )
 
 // ratioInterval is the 95 % interval of a ratio of medians, kubectl-llm's (b) over LWS alone's
-// (a), by a bootstrap over rounds: each resample draws as many rounds of each side as it has,
-// with replacement, pools their durations and takes the ratio of the pooled medians. Rounds, not
-// single cases, are drawn because the cluster's state drifts between rounds (a side's round
-// medians differ by a fifth), and the cases of one round share it: an interval over cases alone
-// would be too narrow. ok is false when a side has fewer than three rounds with a duration: too
+// (a), by a bootstrap over pairs of rounds: round i of a and round i of b ran one after the other
+// (the sides alternate A B B A…), and each resample draws as many pairs as there are, with
+// replacement, pools each side's durations of the pairs drawn and takes the ratio of the pooled
+// medians. Rounds, not single cases, are drawn because the cluster's state drifts between rounds
+// (a side's round medians differ by a fifth) and the cases of one round share it: an interval
+// over cases alone would be too narrow. They are drawn in pairs because two rounds run one after
+// the other share much of that drift (the idle rounds' medians of the two sides correlate by
+// 0.4–0.6, session 37): drawn apart, a resample could put one side's slow rounds against the
+// other's fast ones, which no run measured. A side with fewer rounds than the other is padded
+// with empty rounds. ok is false when a side has fewer than three rounds with a duration: too
 // few to say anything about the spread between rounds.
 func ratioInterval(a, b [][]time.Duration, resamples int, rng *rand.Rand) (lo, hi float64, ok bool) {
-	a, b = nonEmpty(a), nonEmpty(b)
-	if len(a) < 3 || len(b) < 3 || resamples < 1 {
+	a, b = pairedRounds(a, b)
+	if countNonEmpty(a) < 3 || countNonEmpty(b) < 3 || resamples < 1 {
 		return 0, 0, false
 	}
 	ratios := make([]float64, 0, resamples)
+	var pa, pb []time.Duration
 	for range resamples {
-		ma, mb := resampledMedian(a, rng), resampledMedian(b, rng)
+		pa, pb = pa[:0], pb[:0]
+		for range a {
+			i := rng.IntN(len(a))
+			pa, pb = append(pa, a[i]...), append(pb, b[i]...)
+		}
+		if len(pa) == 0 || len(pb) == 0 {
+			continue
+		}
+		ma, mb := quantile(pa, 0.5), quantile(pb, 0.5)
 		if ma <= 0 {
 			continue
 		}
@@ -34,24 +48,33 @@ func ratioInterval(a, b [][]time.Duration, resamples int, rng *rand.Rand) (lo, h
 	return at(0.025), at(0.975), true
 }
 
-// resampledMedian draws len(rounds) rounds with replacement and gives the median of their
-// durations pooled.
-func resampledMedian(rounds [][]time.Duration, rng *rand.Rand) time.Duration {
-	var pooled []time.Duration
-	for range rounds {
-		pooled = append(pooled, rounds[rng.IntN(len(rounds))]...)
+// pairedRounds is a and b padded to one length with empty rounds, without the pairs empty on
+// both sides (a case no round of either side measured there).
+func pairedRounds(a, b [][]time.Duration) (pa, pb [][]time.Duration) {
+	for i := range max(len(a), len(b)) {
+		var ra, rb []time.Duration
+		if i < len(a) {
+			ra = a[i]
+		}
+		if i < len(b) {
+			rb = b[i]
+		}
+		if len(ra) == 0 && len(rb) == 0 {
+			continue
+		}
+		pa, pb = append(pa, ra), append(pb, rb)
 	}
-	return quantile(pooled, 0.5)
+	return pa, pb
 }
 
-func nonEmpty(rounds [][]time.Duration) [][]time.Duration {
-	var out [][]time.Duration
+func countNonEmpty(rounds [][]time.Duration) int {
+	n := 0
 	for _, r := range rounds {
 		if len(r) > 0 {
-			out = append(out, r)
+			n++
 		}
 	}
-	return out
+	return n
 }
 
 // intervalResamples is how many resamples an interval of the table takes.

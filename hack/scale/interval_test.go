@@ -41,6 +41,38 @@ func TestRatioIntervalWidensWithTheDriftBetweenRounds(t *testing.T) {
 	}
 }
 
+// Round i of each side ran one after the other and shares the cluster's state of the moment:
+// rounds that drift together, each of b's the same as a's, give b's ratio of 1 with no spread,
+// as a bootstrap that drew the sides' rounds apart would not (it would put one side's slow
+// rounds against the other's fast ones, [0.5, 2] here).
+func TestRatioIntervalOfRoundsThatDriftTogetherIsTheirRatio(t *testing.T) {
+	a := [][]time.Duration{ms(100, 110), ms(200, 220), ms(300, 330), ms(400, 440), ms(150, 160), ms(350, 360)}
+	b := make([][]time.Duration, len(a))
+	for i, r := range a {
+		for _, d := range r {
+			b[i] = append(b[i], d*11/10)
+		}
+	}
+	lo, hi, ok := ratioInterval(a, b, 2000, intervalRNG())
+	if !ok || lo < 1.099 || hi > 1.101 {
+		t.Errorf("interval = [%.3f, %.3f] ok=%v; want [1.1, 1.1]: every round of b is its pair of a's, 10 %% slower", lo, hi, ok)
+	}
+}
+
+// A side with a round fewer (a run stopped between the sides of its last round, a file of -pool)
+// is padded: the other side's last round is drawn alone.
+func TestRatioIntervalPadsTheSideWithFewerRounds(t *testing.T) {
+	a := [][]time.Duration{ms(100), ms(100), ms(100), ms(100)}
+	b := [][]time.Duration{ms(200), ms(200), ms(200)}
+	lo, hi, ok := ratioInterval(a, b, 500, intervalRNG())
+	if !ok || lo != 2 || hi != 2 {
+		t.Errorf("interval = [%.3f, %.3f] ok=%v; want [2, 2]", lo, hi, ok)
+	}
+	if _, _, ok := ratioInterval(b[:2], a, 500, intervalRNG()); ok {
+		t.Error("an interval from two rounds of LWS alone")
+	}
+}
+
 func TestRatioIntervalNeedsThreeRoundsASide(t *testing.T) {
 	two := [][]time.Duration{ms(100), ms(120), nil}
 	three := [][]time.Duration{ms(100), ms(120), ms(110)}

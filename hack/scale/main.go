@@ -223,6 +223,10 @@ type churned struct {
 	cpu          time.Duration
 	componentCPU map[string]time.Duration
 	internals    map[string]float64
+	// busy is the share of the machine's CPU time (every core, every process: the cluster's, the
+	// controller's, the harness's) that was busy over the same span (since session 37): how near
+	// the machine is to saturation while the cases are timed.
+	busy float64
 	// apiWait is what the API server says of every request meanwhile (see apiWaits): whether
 	// the cases' pods wait on an admission webhook of the controller's, say.
 	apiWait map[string]time.Duration
@@ -239,7 +243,9 @@ func (c *churned) merge(rs []churned) {
 	c.componentCPU, c.internals, c.apiWait = map[string]time.Duration{}, map[string]float64{}, map[string]time.Duration{}
 	c.requests = map[string]float64{}
 	var cpu []time.Duration
+	var busy []float64
 	for _, r := range rs {
+		busy = append(busy, r.busy)
 		for k, v := range r.requests {
 			c.requests[k] += v / float64(len(rs))
 		}
@@ -259,6 +265,7 @@ func (c *churned) merge(rs []churned) {
 		}
 	}
 	c.cpu = median(cpu)
+	c.busy = medianOf(busy)
 	for _, name := range components {
 		var ds []time.Duration
 		for _, r := range rs {
@@ -964,7 +971,7 @@ func onSchedule(n int, rate float64, do func(i int) error) error {
 // too, a small part): each process's CPU and the controller's queues, per deleted object.
 func timedThrough(ctx context.Context, s side, pid, objects int, ns string, image *int, start func() error, window <-chan struct{}, gone func() (bool, error)) (churned, error) {
 	var c churned
-	prom0, comp0 := s.metrics(ctx), componentCPU()
+	prom0, comp0, machine0 := s.metrics(ctx), componentCPU(), readMachineTicks()
 	cpu0, err := cpuTime(pid)
 	if err != nil {
 		return c, err
@@ -1053,6 +1060,7 @@ func timedThrough(ctx context.Context, s side, pid, objects int, ns string, imag
 		return c, err
 	}
 	c.cpu = (cpu1 - cpu0) / time.Duration(objects)
+	c.busy = busySince(machine0, readMachineTicks())
 	c.componentCPU = componentCPUSince(comp0, objects)
 	c.internals = internals(prom0, s.metrics(ctx), objects)
 	lat1, err := apiServerSeries(ctx)
@@ -2144,7 +2152,7 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 		fmt.Fprintf(w, "Simulated cluster of %d nodes; recovery and rollout: median [min–max] of %d; burst: %d objects.\n\n", nodes, reps, n)
 	}
 	if len(lwsRounds) >= 3 && len(llmRounds) >= 3 {
-		fmt.Fprintf(w, "A ratio of durations is followed by its 95 %% interval, by a bootstrap over the rounds (%d resamples): a goal of 1.05× holds only with the interval's top under it.\n\n", intervalResamples)
+		fmt.Fprintf(w, "A ratio of durations is followed by its 95 %% interval, by a bootstrap over the pairs of rounds that ran one after the other (%d resamples): a goal of 1.05× holds only with the interval's top under it.\n\n", intervalResamples)
 	}
 	fmt.Fprintln(w, "| case | LWS alone | kubectl-llm | ratio |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- |")
@@ -2336,6 +2344,7 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 		{"rss file", "controller RSS file-backed after the burst (the binary's pages)", "MiB"},
 	}, func(r *results) map[string]float64 { return r.internals })
 	churnCost := func(how string, of func(*results) *churned) {
+		num(fmt.Sprintf("%s: the machine's CPU busy (every process, its %d cores together), median of the rounds", how, cores()), "%", func(r *results) float64 { return 100 * of(r).busy })
 		num(how+": controller CPU per deleted object", "ms", func(r *results) float64 { return float64(of(r).cpu.Microseconds()) / 1000 })
 		for _, c := range components {
 			num(how+": "+c+" CPU per deleted object", "ms", func(r *results) float64 {

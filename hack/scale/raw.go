@@ -120,12 +120,20 @@ func poolRaw(w io.Writer, paths []string) error {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 		fmt.Fprintf(w, "%s: %s (build %s)\n", p, run.Command, cmp.Or(run.Build, "not recorded"))
-		for side, rs := range run.Sides {
+		// Round i of each side ran one after the other: a file's rounds are paired by index
+		// (ratioInterval), so a side with fewer rounds in one file is padded before the next
+		// file's rounds follow.
+		n := max(len(run.Sides["lws"]), len(run.Sides["kubectl-llm"]))
+		for _, side := range []string{"lws", "kubectl-llm"} {
+			rs := run.Sides[side]
 			rounds[side] = append(rounds[side], rs...)
+			for range n - len(rs) {
+				rounds[side] = append(rounds[side], nil)
+			}
 		}
 	}
-	fmt.Fprintf(w, "\n%d rounds of LWS alone, %d of kubectl-llm; median [min–max] of the cases pooled; the ratio's 95 %% interval by a bootstrap over the rounds (%d resamples).\n\n",
-		len(rounds["lws"]), len(rounds["kubectl-llm"]), intervalResamples)
+	fmt.Fprintf(w, "\n%d rounds of LWS alone, %d of kubectl-llm; median [min–max] of the cases pooled; the ratio's 95 %% interval by a bootstrap over the pairs of rounds that ran one after the other (%d resamples).\n\n",
+		countRounds(rounds["lws"]), countRounds(rounds["kubectl-llm"]), intervalResamples)
 	fmt.Fprintln(w, "| case | LWS alone | kubectl-llm | ratio |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- |")
 	for _, c := range rawCases {
@@ -157,6 +165,17 @@ func gitBuild(dir string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// countRounds is how many of rounds are rounds measured, not a side's padding.
+func countRounds(rounds []map[string][]float64) int {
+	n := 0
+	for _, r := range rounds {
+		if r != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // durationsOf is each round's durations of the case named.
