@@ -3,7 +3,8 @@
 // against a fresh kube-apiserver and etcd (envtest's binaries), with one watch open on each kind
 // (as the controllers keep them). It answers where the API server's extra CPU per serving goes
 // (docs/performance.md): a ModelServing status write against an LWS status write, a metadata
-// write, a ConfigMap write.
+// write, a ConfigMap write; and what gzip costs it per watch event (a ConfigMap write with
+// -watchers watch-lists open on it, accepting gzip and not).
 //
 //	KUBEBUILDER_ASSETS=$(bash hack/build-control-plane.sh) go run ./hack/writecost -n 1000
 package main
@@ -18,10 +19,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
@@ -32,9 +35,11 @@ import (
 
 func main() {
 	n := flag.Int("n", 500, "writes of each kind")
+	watchers := flag.Int("watchers", 8, "watch-lists open on the ConfigMap of the compression cases (0: no such cases)")
 	profiles := flag.String("profile", "", "save kube-apiserver's CPU profile of each kind's writes in this directory (<kind>.pprof), from its /debug/pprof/profile: 20 s of it, which the writes of each kind must fit in (it says when they did not)")
 	flag.Parse()
-	if err := run(*n, *profiles); err != nil {
+	log.SetLogger(logr.Discard()) // the clients made here log nothing worth a line
+	if err := run(*n, *watchers, *profiles); err != nil {
 		fmt.Fprintln(os.Stderr, "writecost:", err)
 		os.Exit(1)
 	}
@@ -47,7 +52,7 @@ type aCase struct {
 	write   func(ctx context.Context, i int) error
 }
 
-func run(n int, profiles string) error {
+func run(n, watchers int, profiles string) error {
 	env, err := testenv.Start()
 	if err != nil {
 		return err
@@ -180,6 +185,9 @@ func run(n int, profiles string) error {
 			}
 		}
 		fmt.Printf("| %s | %.2f ms | %.2f ms | %.2f ms |\n", cs.name, ms1(a)/float64(n), ms1(e)/float64(n), ms1(wall)/float64(n))
+	}
+	if watchers > 0 {
+		return watchCompression(ctx, env.Config, c, ns, n, watchers, apiPid, etcdPid)
 	}
 	return nil
 }

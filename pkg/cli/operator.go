@@ -58,7 +58,12 @@ account when run in a pod).
 
 With --lws=embedded (or auto, when no LWS controller is installed) it also hosts the upstream
 LeaderWorkerSet reconcilers and webhooks. Outside the cluster the webhooks listen on 127.0.0.1 and
-the API server must reach that address (true for the simulated cluster).`,
+the API server must reach that address (true for the simulated cluster).
+
+The operator asks the API server for uncompressed responses and watch events, as
+kube-controller-manager and kube-scheduler do: it runs beside the API server, where gzip costs
+both ends CPU for every event and saves no time. --disable-compression=false asks for gzip (an
+operator far from its API server, on a slow link).`,
 		Example: `  # against the current context, hosting LWS when the cluster has none
   kubectl llm operator --leader-elect=false
 
@@ -66,7 +71,7 @@ the API server must reach that address (true for the simulated cluster).`,
   kubectl llm operator --kubeconfig .sim/kubeconfig --lws=embedded --leader-elect=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
+			if err := o.Complete(cmd); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -106,13 +111,15 @@ the API server must reach that address (true for the simulated cluster).`,
 	return cmd
 }
 
-// Complete resolves the REST config and the defaults that depend on where the operator runs.
-func (o *OperatorOptions) Complete() error {
+// Complete resolves the REST config and the defaults that depend on where the operator runs;
+// cmd is the command whose flags were parsed.
+func (o *OperatorOptions) Complete(cmd *cobra.Command) error {
 	cfg, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
 		return fmt.Errorf("no cluster to run against: %w (set --kubeconfig or KUBECONFIG, or run in a pod)", err)
 	}
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	cfg.DisableCompression = operatorDisablesCompression(cmd.Flags().Changed("disable-compression"), cfg.DisableCompression)
 	o.config = cfg
 	// Inert unless the fault suite names a point to stop at.
 	o.Manager.Failpoints = failpoint.Parse(os.Getenv(failpoint.EnvVar), os.Exit, os.Stderr)
@@ -142,6 +149,18 @@ func (o *OperatorOptions) Complete() error {
 		}
 	}
 	return nil
+}
+
+// operatorDisablesCompression is whether the operator's requests opt out of gzip: yes unless
+// --disable-compression was given (then as given). The operator watches every serving, group and
+// pod of the cluster from beside its API server: compressing each watch event costs the API
+// server CPU, and decompressing it the operator's (it was 6 % of the operator's CPU while
+// servings were deleted, docs/performance.md), for bytes that cross a loopback or a pod network.
+func operatorDisablesCompression(flagGiven, flagValue bool) bool {
+	if flagGiven {
+		return flagValue
+	}
+	return true
 }
 
 // localUnlessInCluster is the address addr (":port") on every interface in the cluster and on

@@ -93,15 +93,7 @@ func TestALeaseNamespaceThatDoesNotExistIsSaid(t *testing.T) {
 // Outside the cluster the metrics and probe endpoints listen on loopback unless a flag says
 // otherwise; in a pod on every interface, for the kubelet's probes.
 func TestTheEndpointsListenOnLoopbackOutsideTheCluster(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:6443"}
-	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
-	cfg.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	cfg.CurrentContext = "x"
-	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := loopbackKubeconfig(t)
 	run := func(args ...string) *OperatorOptions {
 		t.Helper()
 		root := NewRootOptions(genericiooptions.NewTestIOStreamsDiscard())
@@ -116,7 +108,7 @@ func TestTheEndpointsListenOnLoopbackOutsideTheCluster(t *testing.T) {
 		got = newOperatorOptions(root)
 		got.Manager.MetricsAddr, _ = cmd.Flags().GetString("metrics-bind-address")
 		got.Manager.ProbeAddr, _ = cmd.Flags().GetString("health-probe-bind-address")
-		if err := got.Complete(); err != nil {
+		if err := got.Complete(cmd); err != nil {
 			t.Fatal(err)
 		}
 		return got
@@ -132,4 +124,51 @@ func TestTheEndpointsListenOnLoopbackOutsideTheCluster(t *testing.T) {
 	if got := localUnlessInCluster(":8080", true); got != ":8080" {
 		t.Errorf("in the cluster: %q, want every interface", got)
 	}
+}
+
+// The operator's requests opt out of gzip unless --disable-compression says otherwise, given on
+// the command line as a kubectl user gives it (a flag of the root command).
+func TestTheOperatorAsksForUncompressedResponsesUnlessToldOtherwise(t *testing.T) {
+	kubeconfig := loopbackKubeconfig(t)
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--disable-compression=false"}, false},
+		{[]string{"--disable-compression"}, true},
+		{[]string{"--disable-compression=true"}, true},
+	} {
+		root := NewRootOptions(genericiooptions.NewTestIOStreamsDiscard())
+		op, _, err := NewRootCommandWith(root).Find([]string{"operator"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := op.ParseFlags(append([]string{"--kubeconfig", kubeconfig}, tc.args...)); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		o := newOperatorOptions(root)
+		if err := o.Complete(op); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if o.config.DisableCompression != tc.want {
+			t.Errorf("operator %v: DisableCompression %v, want %v", tc.args, o.config.DisableCompression, tc.want)
+		}
+	}
+}
+
+// loopbackKubeconfig writes a kubeconfig of an API server at 127.0.0.1:6443 (nothing need listen
+// there: the options are only completed) and returns its path.
+func loopbackKubeconfig(t *testing.T) string {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:6443"}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
+	cfg.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "x"
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
 }
