@@ -27,12 +27,16 @@ import (
 // of the status subresource. The serving is the one the object belongs to, from its LWS name label
 // (a LeaderWorkerSet's own name). Without a failpoint there is no failpoint client: no cost.
 //
-// Outermost, oneRevisionPerTemplate keeps them from recording one template twice.
-func lwsClient(c client.Client, live client.Reader, fp failpoint.Set) client.Client {
+// Before it, unchangedApplies keeps them from applying a StatefulSet that is as the same apply
+// left it, reading it from cache; outermost, oneRevisionPerTemplate keeps them from recording one
+// template twice. The second result is the unchangedApplies, whose forgetDeleted the caller hangs
+// on the StatefulSets' informer.
+func lwsClient(c client.Client, cache, live client.Reader, fp failpoint.Set) (client.Client, *unchangedApplies) {
 	if fp.Active() {
 		c = &failpointClient{Client: c, live: live, fp: fp}
 	}
-	return oneRevisionPerTemplate{Client: c}
+	applies := newUnchangedApplies(c, cache)
+	return oneRevisionPerTemplate{Client: applies}, applies
 }
 
 type failpointClient struct {

@@ -67,9 +67,10 @@ func unstructuredSTS(ns, name, set string) *unstructured.Unstructured {
 
 func TestLWSClientHasNoFailpointClientWithoutAFailpoint(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
-	got, ok := lwsClient(c, c, failpoint.Set{}).(oneRevisionPerTemplate)
-	if !ok || got.Client != c {
-		t.Fatalf("without a failpoint the LWS controllers get %#v, not the manager's client behind oneRevisionPerTemplate", got)
+	lc, applies := lwsClient(c, c, c, failpoint.Set{})
+	got, ok := lc.(oneRevisionPerTemplate)
+	if !ok || got.Client != client.Client(applies) || applies.Client != c {
+		t.Fatalf("without a failpoint the LWS controllers get %#v, not the manager's client behind unchangedApplies and oneRevisionPerTemplate", lc)
 	}
 }
 
@@ -88,7 +89,7 @@ func lwsRevision(name string, number int64, key, data string, owner types.UID) *
 func TestTheEmbeddedLWSRecordsATemplateOnce(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
-	lc := lwsClient(c, c, failpoint.Set{})
+	lc, _ := lwsClient(c, c, c, failpoint.Set{})
 	if err := lc.Create(ctx, lwsRevision("qwen-aaa-1", 1, "aaa", `{"a":1}`, "lws-1")); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func stopsAt(t *testing.T, c client.Client, point string, write func(client.Clie
 	t.Helper()
 	stopped := false
 	var log bytes.Buffer
-	fc := lwsClient(c, c, failpoint.Parse(point+"@ns/qwen", func(int) { stopped = true }, &log))
+	fc, _ := lwsClient(c, c, c, failpoint.Parse(point+"@ns/qwen", func(int) { stopped = true }, &log))
 	if err := write(fc); err != nil {
 		t.Fatal(err)
 	}

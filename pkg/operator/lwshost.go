@@ -22,6 +22,7 @@ import (
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -302,7 +303,16 @@ func setupEmbeddedLWS(mgr manager.Manager, o WebhookOptions, certs *webhookCerts
 		return fmt.Errorf("LWS indexes: %w", err)
 	}
 	rec := mgr.GetEventRecorder("leaderworkerset")
-	c := lwsClient(mgr.GetClient(), mgr.GetAPIReader(), fp)
+	c, applies := lwsClient(mgr.GetClient(), mgr.GetClient(), mgr.GetAPIReader(), fp)
+	// Registering the handler makes the StatefulSets' informer, as the LWS controllers' watches
+	// do; before the manager starts, nothing waits.
+	sts, err := mgr.GetCache().GetInformer(context.Background(), &appsv1.StatefulSet{})
+	if err != nil {
+		return fmt.Errorf("StatefulSet informer: %w", err)
+	}
+	if _, err := sts.AddEventHandler(applies.forgetDeleted()); err != nil {
+		return fmt.Errorf("StatefulSet informer: %w", err)
+	}
 	if err := setupLWSControllers(mgr, lwscontrollers.NewLeaderWorkerSetReconciler(c, mgr.GetScheme(), rec),
 		lwscontrollers.NewPodReconciler(c, mgr.GetScheme(), rec, nil)); err != nil {
 		return fmt.Errorf("LWS controllers: %w", err)
