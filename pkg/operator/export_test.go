@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,3 +27,6 @@ func (c *unchangedApplies) Remembers(key types.NamespacedName) bool {
 	_, ok := c.last[key]
 	return ok
 }
+
+// Skipped is the count of SkippedAppliesMetric (the process's, every unchangedApplies').
+func (c *unchangedApplies) Skipped() float64 { return testutil.ToFloat64(c.skipped) }

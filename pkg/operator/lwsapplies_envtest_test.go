@@ -88,6 +88,7 @@ func TestTheEmbeddedLWSSendsNoApplyThatWouldChangeNothing(t *testing.T) {
 		t.Fatal("cache not synced")
 	}
 	key := types.NamespacedName{Namespace: ns, Name: "qwen"}
+	skipped0 := applies.Skipped()
 
 	apply := func(partition int64) *unstructured.Unstructured {
 		t.Helper()
@@ -170,6 +171,10 @@ func TestTheEmbeddedLWSSendsNoApplyThatWouldChangeNothing(t *testing.T) {
 	}
 	apply(0)
 	expectSent(3, "the same apply once more")
+
+	if got := applies.Skipped() - skipped0; got != 3 {
+		t.Errorf("%s counted %v applies not sent, want 3", operator.SkippedAppliesMetric, got)
+	}
 
 	// Another apply (a rollout's next partition): sent.
 	apply(1)
