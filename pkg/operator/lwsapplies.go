@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -61,7 +62,7 @@ type sentApply struct {
 }
 
 func newUnchangedApplies(c client.Client, cache client.Reader) *unchangedApplies {
-	return &unchangedApplies{Client: c, cache: cache, last: map[types.NamespacedName]sentApply{}, skipped: skippedApplies()}
+	return &unchangedApplies{Client: c, cache: cache, last: map[types.NamespacedName]sentApply{}, skipped: skippedAppliesCounter()}
 }
 
 var skippedAppliesCounter = sync.OnceValue(func() prometheus.Counter {
@@ -76,8 +77,6 @@ var skippedAppliesCounter = sync.OnceValue(func() prometheus.Counter {
 	}
 	return c
 })
-
-func skippedApplies() prometheus.Counter { return skippedAppliesCounter() }
 
 func (c *unchangedApplies) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	key, apply, ok := c.statefulSetApply(obj, patch, opts)
@@ -104,7 +103,7 @@ func (c *unchangedApplies) Patch(ctx context.Context, obj client.Object, patch c
 // manager and force.
 func (c *unchangedApplies) statefulSetApply(obj client.Object, patch client.Patch, opts []client.PatchOption) (types.NamespacedName, [sha256.Size]byte, bool) {
 	var none [sha256.Size]byte
-	if patch.Type() != types.ApplyPatchType || !isStatefulSet(obj) {
+	if patch.Type() != types.ApplyPatchType || !c.isStatefulSet(obj) {
 		return types.NamespacedName{}, none, false
 	}
 	po := (&client.PatchOptions{}).ApplyOptions(opts)
@@ -124,16 +123,15 @@ func (c *unchangedApplies) statefulSetApply(obj client.Object, patch client.Patc
 		_, _ = h.Write([]byte{1})
 	}
 	var sum [sha256.Size]byte
-	copy(sum[:], h.Sum(nil))
+	h.Sum(sum[:0])
 	return client.ObjectKeyFromObject(obj), sum, true
 }
 
-func isStatefulSet(obj client.Object) bool {
-	if _, ok := obj.(*appsv1.StatefulSet); ok {
-		return true
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	return ok && u.GroupVersionKind() == appsv1.SchemeGroupVersion.WithKind("StatefulSet")
+// isStatefulSet reports whether obj, typed or not, is a StatefulSet (its kind found as lwsPoint
+// finds it).
+func (c *unchangedApplies) isStatefulSet(obj client.Object) bool {
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	return err == nil && gvk == appsv1.SchemeGroupVersion.WithKind("StatefulSet")
 }
 
 // unchanged reports whether apply is the last one sent for key and the cached StatefulSet is
@@ -178,21 +176,16 @@ func appliedResult(o metav1.Object) string {
 	return string(b)
 }
 
-// forget drops what was sent for a StatefulSet that is gone.
-func (c *unchangedApplies) forget(key types.NamespacedName) {
-	c.mu.Lock()
-	delete(c.last, key)
-	c.mu.Unlock()
-}
-
-// forgetDeleted is an informer handler that forgets the StatefulSets deleted.
+// forgetDeleted is an informer handler that forgets what was sent for the StatefulSets deleted.
 func (c *unchangedApplies) forgetDeleted() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(o any) {
 		if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 			o = t.Obj
 		}
 		if m, ok := o.(metav1.Object); ok {
-			c.forget(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
+			c.mu.Lock()
+			delete(c.last, types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
+			c.mu.Unlock()
 		}
 	}}
 }
