@@ -154,6 +154,11 @@ type results struct {
 	// every group ready (LWS's work, and for kubectl-llm what came before it); fromLWS is that →
 	// the top object says Ready (kubectl-llm only: the operator's own step out).
 	toLWS, lwsReady, fromLWS []time.Duration
+	// toService is, per burst object, created → its Service (the one in front of its leaders)
+	// seen by a watch; serviceLate is its LeaderWorkerSet's status Ready → that Service seen, 0
+	// when the Service came first: on both sides, how long a group stands ready with no Service
+	// in front of it (LWS alone's Services are made by the harness's second client).
+	toService, serviceLate []time.Duration
 	// single, singleToLWS and singleFromLWS are the -single case: objects created one at a time
 	// while the N burst objects exist, converged (each created → Ready, and the operator's own
 	// step in and step out): the operator's latency apart from the burst's queue.
@@ -521,6 +526,10 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
+	svcSeen, err := firstSeen(ctx, &corev1.ServiceList{}, burstNS, func(client.Object) bool { return true })
+	if err != nil {
+		return nil, err
+	}
 	var held *lastWords
 	if s.name == "kubectl-llm" {
 		if held, err = watchLastWords(ctx, burstNS); err != nil {
@@ -656,12 +665,25 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		d    time.Duration
 	}
 	var outs []stepOut
+	// Every Service is made by now (LWS alone's: drained above); its watch may trail a moment.
+	_, _ = until(ctx, 10*time.Second, func() (bool, error) {
+		for name := range createdAt {
+			if _, ok := svcSeen.at(naming.ServiceName(name)); !ok {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	for name, t0 := range createdAt {
 		tl, tr, err := lwsTimes(ctx, name, lwsSeen, lwsReadySeen)
 		if err != nil {
 			return nil, fmt.Errorf("burst object %w", err)
 		}
 		r.lwsReady = append(r.lwsReady, tr.Sub(t0))
+		if ts, ok := svcSeen.at(naming.ServiceName(name)); ok {
+			r.toService = append(r.toService, ts.Sub(t0))
+			r.serviceLate = append(r.serviceLate, max(0, ts.Sub(tr)))
+		}
 		if s.name == "kubectl-llm" {
 			r.toLWS = append(r.toLWS, tl.Sub(t0))
 			r.fromLWS = append(r.fromLWS, max(0, readyAt[name].Sub(tr)))
@@ -2310,6 +2332,8 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 		{stepIn, func(r *results) []time.Duration { return r.toLWS }},
 		{"created → its LeaderWorkerSet's status Ready", func(r *results) []time.Duration { return r.lwsReady }},
 		{stepOut, func(r *results) []time.Duration { return r.fromLWS }},
+		{"created → its Service seen", func(r *results) []time.Duration { return r.toService }},
+		{"its LeaderWorkerSet's status Ready → its Service seen (0 when before)", func(r *results) []time.Duration { return r.serviceLate }},
 	})
 	if singleN > 0 {
 		// The -single case's steps, with the step in from the create (the harness's own write
@@ -2680,6 +2704,8 @@ func merge(rs []*results) *results {
 		m.toLWS = append(m.toLWS, r.toLWS...)
 		m.lwsReady = append(m.lwsReady, r.lwsReady...)
 		m.fromLWS = append(m.fromLWS, r.fromLWS...)
+		m.toService = append(m.toService, r.toService...)
+		m.serviceLate = append(m.serviceLate, r.serviceLate...)
 		m.single = append(m.single, r.single...)
 		m.singleToLWS = append(m.singleToLWS, r.singleToLWS...)
 		m.singleSeenToLWS = append(m.singleSeenToLWS, r.singleSeenToLWS...)

@@ -93,6 +93,7 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"restart", "qwen", "--group", "-1"}, "--group must be a group index of 0 or more, not -1"},
 		{[]string{"preflight"}, "NAME is required: kubectl llm preflight NAME"},
 		{[]string{"operator", "--concurrent-serving-syncs", "0"}, "--concurrent-serving-syncs and --concurrent-lws-syncs must be at least 1, not 0 and 8"},
+		{[]string{"operator", "--concurrent-service-creates", "0"}, "--concurrent-service-creates must be at least 1, not 0"},
 		{[]string{"operator", "--leader-elect-retry-period", "0s"}, "--leader-elect-retry-period must be a positive duration such as 2s, not 0s"},
 		{[]string{"operator", "--leader-elect-renew-deadline", "2s"}, "--leader-elect-renew-deadline (2s) must be longer than --leader-elect-retry-period (2s)"},
 		{[]string{"operator", "--leader-elect-lease-duration", "10s"}, "--leader-elect-lease-duration (10s) must be longer than --leader-elect-renew-deadline (10s)"},

@@ -96,6 +96,7 @@ operator far from its API server, on a slow link).`,
 	f.StringVar(&m.LWS, "lws", m.LWS, "LeaderWorkerSet hosting: external (installed in the cluster), embedded (hosted here), auto (embedded when none is installed)")
 	f.IntVar(&m.ServingWorkers, "concurrent-serving-syncs", m.ServingWorkers, "Servings reconciled at once")
 	f.IntVar(&m.LWSWorkers, "concurrent-lws-syncs", m.LWSWorkers, "LeaderWorkerSets the embedded LWS reconciles at once")
+	f.IntVar(&m.ServiceCreators, "concurrent-service-creates", m.ServiceCreators, "New Services of servings created at once (the API server gives ClusterIPs one at a time)")
 	f.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API server")
 	f.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API server")
 	f.IntVar(&m.Webhook.Port, "webhook-port", m.Webhook.Port, "Port of the embedded LWS webhooks")
@@ -224,6 +225,9 @@ func (o *OperatorOptions) Validate() error {
 	}
 	if o.Manager.ServingWorkers < 1 || o.Manager.LWSWorkers < 1 {
 		return fmt.Errorf("--concurrent-serving-syncs and --concurrent-lws-syncs must be at least 1, not %d and %d", o.Manager.ServingWorkers, o.Manager.LWSWorkers)
+	}
+	if o.Manager.ServiceCreators < 1 {
+		return fmt.Errorf("--concurrent-service-creates must be at least 1, not %d", o.Manager.ServiceCreators)
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, not %v and %d", o.QPS, o.Burst)

@@ -77,6 +77,8 @@ type Options struct {
 	// LeaderWorkerSets (and their pods) the embedded LWS reconciles at once. A pass mostly waits
 	// on the API server, so a burst of servings is served in parallel rather than in turn.
 	ServingWorkers, LWSWorkers int
+	// ServiceCreators is how many new Services the operator creates at once (see serviceMaker).
+	ServiceCreators int
 }
 
 // Default concurrency of the controllers (see Options.ServingWorkers).
@@ -104,6 +106,7 @@ func DefaultOptions() Options {
 		Webhook:          DefaultWebhookOptions(),
 		ServingWorkers:   DefaultServingWorkers,
 		LWSWorkers:       DefaultLWSWorkers,
+		ServiceCreators:  DefaultServiceCreators,
 	}
 }
 
@@ -326,7 +329,7 @@ func newManager(ctx context.Context, cfg *rest.Config, opts Options) (_ manager.
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("kubectl-llm"),
 		Clock: clock.RealClock{}, HistoryLimit: opts.HistoryLimit, Metrics: metrics,
 		Children: children, ChildrenCache: children, Live: mgr.GetAPIReader(), Failpoints: opts.Failpoints,
-		Workers: cmp.Or(opts.ServingWorkers, DefaultServingWorkers),
+		Workers: cmp.Or(opts.ServingWorkers, DefaultServingWorkers), ServiceCreators: opts.ServiceCreators,
 	}
 	if mode == LWSEmbedded {
 		// The embedded LWS caches every LeaderWorkerSet anyway: read ours from there.
