@@ -159,6 +159,10 @@ type results struct {
 	// when the Service came first: on both sides, how long a group stands ready with no Service
 	// in front of it (LWS alone's Services are made by the harness's second client).
 	toService, serviceLate []time.Duration
+	// fromLWSAndService is, per burst object (kubectl-llm only), the later of its LeaderWorkerSet
+	// Ready and its Service seen → the serving Ready: the operator's own step out, apart from the
+	// API server's wait to make its Service.
+	fromLWSAndService []time.Duration
 	// single, singleToLWS and singleFromLWS are the -single case: objects created one at a time
 	// while the N burst objects exist, converged (each created → Ready, and the operator's own
 	// step in and step out): the operator's latency apart from the burst's queue.
@@ -680,9 +684,13 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 			return nil, fmt.Errorf("burst object %w", err)
 		}
 		r.lwsReady = append(r.lwsReady, tr.Sub(t0))
-		if ts, ok := svcSeen.at(naming.ServiceName(name)); ok {
+		ts, svcOK := svcSeen.at(naming.ServiceName(name))
+		if svcOK {
 			r.toService = append(r.toService, ts.Sub(t0))
 			r.serviceLate = append(r.serviceLate, max(0, ts.Sub(tr)))
+		}
+		if s.name == "kubectl-llm" && svcOK {
+			r.fromLWSAndService = append(r.fromLWSAndService, max(0, readyAt[name].Sub(later(tr, ts))))
 		}
 		if s.name == "kubectl-llm" {
 			r.toLWS = append(r.toLWS, tl.Sub(t0))
@@ -1209,6 +1217,14 @@ func readyWatches(ctx context.Context, s side, ns string) (readyCh <-chan sighti
 	}
 	lwsReadySeen, err = firstSeen(ctx, &lwsv1.LeaderWorkerSetList{}, ns, func(o client.Object) bool { return lwsReady(o.(*lwsv1.LeaderWorkerSet)) })
 	return readyCh, lwsSeen, lwsReadySeen, err
+}
+
+// later is the later of two instants.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // lwsTimes is when the watches first saw the object's LeaderWorkerSet, and saw it Ready. The top
@@ -2334,6 +2350,7 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 		{stepOut, func(r *results) []time.Duration { return r.fromLWS }},
 		{"created → its Service seen", func(r *results) []time.Duration { return r.toService }},
 		{"its LeaderWorkerSet's status Ready → its Service seen (0 when before)", func(r *results) []time.Duration { return r.serviceLate }},
+		{"the later of its LeaderWorkerSet's status Ready and its Service seen → serving Ready (the step out without the Service's wait)", func(r *results) []time.Duration { return r.fromLWSAndService }},
 	})
 	if singleN > 0 {
 		// The -single case's steps, with the step in from the create (the harness's own write
@@ -2706,6 +2723,7 @@ func merge(rs []*results) *results {
 		m.fromLWS = append(m.fromLWS, r.fromLWS...)
 		m.toService = append(m.toService, r.toService...)
 		m.serviceLate = append(m.serviceLate, r.serviceLate...)
+		m.fromLWSAndService = append(m.fromLWSAndService, r.fromLWSAndService...)
 		m.single = append(m.single, r.single...)
 		m.singleToLWS = append(m.singleToLWS, r.singleToLWS...)
 		m.singleSeenToLWS = append(m.singleSeenToLWS, r.singleSeenToLWS...)
