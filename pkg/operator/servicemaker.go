@@ -20,11 +20,13 @@ import (
 )
 
 // DefaultServiceCreators is how many new Services the operator creates at once
-// (--concurrent-service-creates). Under a burst of 1000 servings on 2 cores, eight keep the API
-// server's ClusterIP allocator busy: with four, a creator's own round trips (the serving's live
-// read, the response) left it idle between creates, and the burst's Services came 83 s after
-// their servings at the median against 58 s with eight; sixteen made them no sooner.
-const DefaultServiceCreators = 8
+// (--concurrent-service-creates). Under a burst of 1000 servings on 2 cores, eight made the
+// burst's Services sooner than four (the API server's ClusterIP allocator idles less between
+// creates; sixteen made them no sooner than eight), and the last servings waited 3–5 s for theirs
+// instead of 7–9 s; but the burst's work then came closer together, and the operator's RSS after
+// it was 28–35 MiB over LWS alone's (free heap the runtime had not returned yet) against 3–9 MiB
+// with four, over the 15 MiB the operator is held to (docs/performance.md, session 41).
+const DefaultServiceCreators = 4
 
 // serviceMaker creates the Services of servings that have none, beside the serving passes rather
 // than in them. The API server gives a new Service its ClusterIP under one lock for the whole
