@@ -1468,17 +1468,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// The LWS and the Service are mapped to their serving by name, not by owner: an object with a
 	// child's name that is not ours (a NameConflict) wakes the serving too when the cache holds it
 	// (every LWS, with embedded LWS); otherwise the serving looks again every conflictRecheck.
-	byNameAfter := func(after time.Duration, serving func(string) string) handler.EventHandler {
-		return mappedToServing(servings, after, func(_ context.Context, o client.Object) []reconcile.Request {
+	nameMapper := func(serving func(string) string) handler.MapFunc {
+		return func(_ context.Context, o client.Object) []reconcile.Request {
 			name := servingOfChild(serving(o.GetName()))
 			if name == "" {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-		})
+		}
 	}
-	byName := func(serving func(string) string) handler.EventHandler { return byNameAfter(0, serving) }
 	sameName := func(n string) string { return n }
+	lwsToServing := lwsEvents(mappedToServing(servings, 0, nameMapper(sameName)), mappedToServing(servings, max(batch, 0), nameMapper(sameName)))
 	// Revisions are mapped by their controller, a ModelServing.
 	ownedBy := mappedToServing(servings, 0, func(_ context.Context, o client.Object) []reconcile.Request {
 		ref := metav1.GetControllerOf(o)
@@ -1503,8 +1503,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		Watches(&v1.ModelServing{}, servingEvents(r.echoes.echo)).
-		WatchesRawSource(source.Kind(lwsSource, client.Object(&lwsv1.LeaderWorkerSet{}), lwsEvents(byName(sameName), byNameAfter(max(batch, 0), sameName)))).
-		WatchesRawSource(source.Kind(children, client.Object(&corev1.Service{}), byName(naming.ServingOfService))).
+		WatchesRawSource(source.Kind(lwsSource, client.Object(&lwsv1.LeaderWorkerSet{}), lwsToServing)).
+		WatchesRawSource(source.Kind(children, client.Object(&corev1.Service{}), serviceToServing(servings, nameMapper(naming.ServingOfService)))).
 		WatchesRawSource(source.Kind(children, client.Object(&appsv1.ControllerRevision{}), withoutCreateEchoes(&r.revisionEchoes, ownedBy))).
 		Watches(&corev1.Pod{}, podToServing).
 		Watches(&corev1.Event{}, eventToServing).

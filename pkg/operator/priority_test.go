@@ -380,3 +380,67 @@ func TestALeaderWorkerSetsStatusCountsAreBatched(t *testing.T) {
 		q.ShutDown()
 	}
 }
+
+// A pass that may move a serving's readiness (a pod into or out of Ready, its Service made or
+// gone) goes before the passes other live servings queued earlier, as a serving's creation does;
+// one of a serving going away stays bulk.
+func TestAPassThatMayMoveReadinessGoesFirst(t *testing.T) {
+	now := metav1.NewTime(time.Now())
+	servings := []client.Object{
+		&v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "busy"}},
+		&v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-ready"}},
+		&v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-unready"}},
+		&v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "service-made"}},
+		&v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "service-gone"}},
+		&v1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "deleting", DeletionTimestamp: &now, Finalizers: []string{v1.FinalizerChildren}}},
+	}
+	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(servings...).Build()
+	ctx := context.Background()
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	pods := mappedToServing(cache, 0, byLabel)
+	services := serviceToServing(cache, byLabel)
+	serviceOf := func(serving string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: serving, Labels: map[string]string{v1.LabelName: serving}}}
+	}
+	readyPod := func(serving string) *corev1.Pod {
+		p := podOf(serving)
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return p
+	}
+	// An update's new object has another resourceVersion (one with the same is a resync, which
+	// controller-runtime queues at its low priority).
+	newer := func(o client.Object) client.Object {
+		o.SetResourceVersion("2")
+		return o
+	}
+
+	servingEvents((&ownEchoes{}).echo).Create(ctx, event.CreateEvent{Object: servings[0]}, q)
+	pods.Update(ctx, event.UpdateEvent{ObjectOld: podOf("busy"), ObjectNew: newer(podOf("busy"))}, q)
+	services.Update(ctx, event.UpdateEvent{ObjectOld: serviceOf("busy"), ObjectNew: newer(serviceOf("busy"))}, q)
+	pods.Update(ctx, event.UpdateEvent{ObjectOld: podOf("pod-ready"), ObjectNew: newer(readyPod("pod-ready"))}, q)
+	pods.Update(ctx, event.UpdateEvent{ObjectOld: readyPod("pod-unready"), ObjectNew: newer(podOf("pod-unready"))}, q)
+	services.Create(ctx, event.CreateEvent{Object: serviceOf("service-made")}, q)
+	services.Delete(ctx, event.DeleteEvent{Object: serviceOf("service-gone")}, q)
+	services.Create(ctx, event.CreateEvent{Object: serviceOf("deleting")}, q)
+
+	names, prios := order(t, q, 6)
+	for i, want := range []string{"pod-ready", "pod-unready", "service-made", "service-gone"} {
+		if names[i] != want || prios[i] != readinessPriority {
+			t.Fatalf("order %v at %v, want the four passes that may move readiness first, at %d, in the order they came", names, prios, readinessPriority)
+		}
+	}
+	if names[4] != "busy" || prios[4] != 0 || names[5] != "deleting" || prios[5] != bulkPriority {
+		t.Fatalf("order %v at %v, want busy at 0 then deleting at %d last", names, prios, bulkPriority)
+	}
+
+	// A pass already queued at the default priority is raised by an event that may move its
+	// serving's readiness.
+	pods.Update(ctx, event.UpdateEvent{ObjectOld: podOf("busy"), ObjectNew: newer(podOf("busy"))}, q)
+	pods.Update(ctx, event.UpdateEvent{ObjectOld: podOf("pod-ready"), ObjectNew: newer(podOf("pod-ready"))}, q)
+	services.Create(ctx, event.CreateEvent{Object: serviceOf("pod-ready")}, q)
+	names, prios = order(t, q, 2)
+	if names[0] != "pod-ready" || prios[0] != readinessPriority || names[1] != "busy" {
+		t.Fatalf("order %v at %v, want pod-ready raised to %d ahead of busy", names, prios, readinessPriority)
+	}
+}
