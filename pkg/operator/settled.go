@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
@@ -56,13 +54,13 @@ func (r *Reconciler) confirmDone(ctx context.Context, obs *observed, in *status.
 	recovered = r.doneBefore(obs, in.UpdateRevision)
 	unsettled := false
 	if len(in.Roles) == 0 && in.LWS != nil {
-		in.Unsettled, in.UnsettledWatched = r.unsettled(ctx, ms, obs.service, obs.serviceConflict, naming.ServiceName(ms.Name), in.LWS, !recovered)
+		in.Unsettled, in.UnsettledWatched = r.unsettled(ctx, ms.Namespace, obs.service, obs.serviceConflict, naming.ServiceName(ms.Name), in.LWS.Name, !recovered)
 		unsettled = in.Unsettled != ""
 	}
 	for i := range in.Roles {
 		if ri := &in.Roles[i]; ri.LWS != nil {
 			ro := obs.role(ri.Name)
-			ri.Unsettled, ri.UnsettledWatched = r.unsettled(ctx, ms, ro.service, ro.serviceConflict, naming.RoleServiceName(ms.Name, ri.Name), ri.LWS, !recovered)
+			ri.Unsettled, ri.UnsettledWatched = r.unsettled(ctx, ms.Namespace, ro.service, ro.serviceConflict, naming.RoleServiceName(ms.Name, ri.Name), ri.LWS.Name, !recovered)
 			unsettled = unsettled || ri.Unsettled != ""
 		}
 	}
@@ -126,55 +124,14 @@ func (r *Reconciler) doneBefore(obs *observed, updateRev string) bool {
 // Service not made yet (watched: the Service's create event, or the Service maker when the create
 // fails, brings the next pass), else its leader StatefulSet not done rolling (not watched; read
 // only when readLeaderSet); "" when neither.
-//
-// The leader StatefulSet is read while the Service is not made yet too, and once it is found
-// settled it is not read again for the same LeaderWorkerSet (its UID and generation; see
-// leaderSetsSettled): in a burst of servings the Service is often the last piece to come, and the
-// pass its create event brings then only writes the status (the read was one request more in
-// that pass, ~65 ms mean under the burst of 1000 on 2 cores, session 42). What the read guards
-// against, a StatefulSet handed a template its pods do not show yet, needs the LeaderWorkerSet to
-// change: a new generation or a new LeaderWorkerSet, which read it again.
-func (r *Reconciler) unsettled(ctx context.Context, ms *v1.ModelServing, svc *corev1.Service, conflict bool, svcName string, lws *lwsv1.LeaderWorkerSet, readLeaderSet bool) (why string, watched bool) {
-	unmade := serviceUnmade(svc, conflict, svcName)
-	if readLeaderSet && !r.leaderSetSettled(ms, lws) {
-		why := r.leaderSetUnsettled(ctx, ms.Namespace, lws.Name)
-		switch {
-		case why == "":
-			r.noteLeaderSetSettled(ms, lws)
-		case unmade == "":
-			return why, false
-		}
+func (r *Reconciler) unsettled(ctx context.Context, namespace string, svc *corev1.Service, conflict bool, svcName, lwsName string, readLeaderSet bool) (why string, watched bool) {
+	if why := serviceUnmade(svc, conflict, svcName); why != "" {
+		return why, true
 	}
-	if unmade != "" {
-		return unmade, true
+	if !readLeaderSet {
+		return "", false
 	}
-	return "", false
-}
-
-// lwsAt is a LeaderWorkerSet as a pass saw it: which one (its UID) at which generation.
-type lwsAt struct {
-	uid        types.UID
-	generation int64
-}
-
-// leaderSetSettled: a pass of this serving read the leader StatefulSet of this very
-// LeaderWorkerSet settled, at its generation (see unsettled).
-func (r *Reconciler) leaderSetSettled(ms *v1.ModelServing, lws *lwsv1.LeaderWorkerSet) bool {
-	v, ok := r.leaderSetsSettled.Load(client.ObjectKeyFromObject(ms))
-	return ok && v.(map[string]lwsAt)[lws.Name] == lwsAt{uid: lws.UID, generation: lws.Generation}
-}
-
-// noteLeaderSetSettled remembers that the leader StatefulSet of lws was read settled. The passes
-// of one serving never run at once (the work queue's promise): a load and a store do, and the map
-// stored is a new one (never changed once stored).
-func (r *Reconciler) noteLeaderSetSettled(ms *v1.ModelServing, lws *lwsv1.LeaderWorkerSet) {
-	key := client.ObjectKeyFromObject(ms)
-	sets := map[string]lwsAt{}
-	if v, ok := r.leaderSetsSettled.Load(key); ok {
-		maps.Copy(sets, v.(map[string]lwsAt))
-	}
-	sets[lws.Name] = lwsAt{uid: lws.UID, generation: lws.Generation}
-	r.leaderSetsSettled.Store(key, sets)
+	return r.leaderSetUnsettled(ctx, namespace, lwsName), false
 }
 
 // serviceUnmade says that a Service is not made yet, "" when it is (or its name is someone else's:
