@@ -1477,8 +1477,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 		}
 	}
-	sameName := func(n string) string { return n }
-	lwsToServing := lwsEvents(mappedToServing(servings, 0, nameMapper(sameName)), mappedToServing(servings, max(batch, 0), nameMapper(sameName)))
+	lwsByName := nameMapper(func(n string) string { return n })
+	lwsToServing := lwsEvents(mappedToServing(servings, 0, lwsByName), mappedToServing(servings, max(batch, 0), lwsByName))
 	// Revisions are mapped by their controller, a ModelServing.
 	ownedBy := mappedToServing(servings, 0, func(_ context.Context, o client.Object) []reconcile.Request {
 		ref := metav1.GetControllerOf(o)
