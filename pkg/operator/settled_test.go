@@ -131,3 +131,81 @@ func withGen(c metav1.Condition, gen int64) metav1.Condition {
 	c.ObservedGeneration = gen
 	return c
 }
+
+// While the Service is not made yet, the leader StatefulSet is read once (however many passes
+// come before the Service), and the pass that finds the Service (in a burst, its create event's)
+// reads it again only if that read found it not settled. A new generation of the
+// LeaderWorkerSet, or a new LeaderWorkerSet, is read again; a serving forgotten forgets its reads.
+func TestTheLeaderStatefulSetIsReadOnceWhileTheServiceIsAwaited(t *testing.T) {
+	ms := fixtures.Serving("qwen", "ns").Replicas(2).GroupSize(2).Generation(1).Obj()
+	lwsAt := func(uid string, gen int64) *lwsv1.LeaderWorkerSet {
+		return &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "qwen", UID: types.UID(uid), Generation: gen},
+			Status: lwsv1.LeaderWorkerSetStatus{ObservedGeneration: gen}}
+	}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "qwen", Generation: 1},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2)}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 1}}
+	c0 := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(sts).WithStatusSubresource(sts).Build()
+	reads := 0
+	live := interceptor.NewClient(c0, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+		if _, ok := o.(*appsv1.StatefulSet); ok {
+			reads++
+		}
+		return c.Get(ctx, key, o, opts...)
+	}})
+	r := &Reconciler{Client: live, Live: live}
+	pods := append(fixtures.Group("qwen", 0, 2, "r1"), fixtures.Group("qwen", 1, 2, "r1")...)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "qwen-api"}}
+	pass := func(lws *lwsv1.LeaderWorkerSet, svc *corev1.Service) status.Summary {
+		obs := &observed{serving: ms, lws: lws, service: svc}
+		in := status.Input{Serving: ms, LWS: lws, Pods: pods, UpdateRevision: "r1", TemplateRevision: "r1", Now: time.Now()}
+		s, _ := r.confirmDone(context.Background(), obs, &in, status.Summarize(in))
+		return s
+	}
+	setUpdated := func(n int32) {
+		sts.Status.UpdatedReplicas = n
+		if err := c0.Status().Update(context.Background(), sts); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Not settled, no Service: the Service is what the status says it waits for (watched).
+	s := pass(lwsAt("l-1", 1), nil)
+	if s.Done || !strings.Contains(s.Progress.Message, "its Service qwen-api is not made yet") || settling(s) || reads != 1 {
+		t.Fatalf("unsettled, no Service: done %v, %q, settling %v, %d reads; want not done, waiting for the Service (watched), one read", s.Done, s.Progress.Message, settling(s), reads)
+	}
+	// Settled now, still no Service: not read again.
+	setUpdated(2)
+	if s := pass(lwsAt("l-1", 1), nil); s.Done || reads != 1 {
+		t.Fatalf("a second pass with no Service: done %v, %d reads; want not done, still one read", s.Done, reads)
+	}
+	// The Service comes: the read found it not settled, so it is read again, and done.
+	if s := pass(lwsAt("l-1", 1), svc); !s.Done || s.Progress.Reason != v1.ReasonRolloutComplete || reads != 2 {
+		t.Fatalf("the Service made after an unsettled read: done %v (%s), %d reads; want done after a second read", s.Done, s.Progress.Message, reads)
+	}
+	// A new generation: read while the Service is awaited, found settled, so the Service's pass
+	// does not read it.
+	pass(lwsAt("l-1", 2), nil)
+	if s := pass(lwsAt("l-1", 2), svc); !s.Done || reads != 3 {
+		t.Fatalf("the Service made after a settled read: done %v (%s), %d reads; want done with 3 reads in all", s.Done, s.Progress.Message, reads)
+	}
+	// A LeaderWorkerSet made again is read again.
+	pass(lwsAt("l-2", 2), svc)
+	if reads != 4 {
+		t.Fatalf("%d reads, want 4: a new LeaderWorkerSet is read again", reads)
+	}
+	// A serving forgotten (deleted) forgets its reads.
+	r.forget(client.ObjectKeyFromObject(ms))
+	pass(lwsAt("l-2", 2), svc)
+	if reads != 5 {
+		t.Fatalf("%d reads after the serving was forgotten, want 5", reads)
+	}
+
+	// Not settled when the Service comes: that pass reads it, and says so (looked at again).
+	setUpdated(1)
+	r, reads = &Reconciler{Client: live, Live: live}, 0
+	pass(lwsAt("l-3", 1), nil)
+	s = pass(lwsAt("l-3", 1), svc)
+	if s.Done || !strings.Contains(s.Progress.Message, "1 of 2 leader pods on its update revision") || !settling(s) || reads != 2 {
+		t.Fatalf("unsettled when the Service comes: done %v, %q, settling %v, %d reads; want not done, the StatefulSet's reason, looked at again, two reads", s.Done, s.Progress.Message, settling(s), reads)
+	}
+}
