@@ -112,9 +112,6 @@ type Reconciler struct {
 	rolloutStart sync.Map // types.NamespacedName -> time.Time
 	// done remembers what each serving's stored status last called done (see noteDone).
 	done sync.Map // types.NamespacedName -> doneMark
-	// leaderSetReads remembers what the reads of each serving's leader StatefulSets found (see
-	// unsettled).
-	leaderSetReads leaderSetReads
 	// StatusDetailInterval is how long a change of detail alone (StatusDetailOnly) waits before
 	// it is written, and how often at most it is; DefaultStatusDetailInterval when 0.
 	StatusDetailInterval time.Duration
@@ -804,7 +801,6 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.detailHeld.Delete(key)
 	r.rolloutStart.Delete(key)
 	r.done.Delete(key)
-	r.leaderSetReads.forget(key)
 	r.built.forget(key)
 	r.echoes.forget(key)
 	r.released.Delete(key)

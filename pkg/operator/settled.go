@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	v1 "github.com/kubectl-llm/kubectl-llm/api/v1alpha1"
 	"github.com/kubectl-llm/kubectl-llm/pkg/naming"
@@ -56,13 +54,13 @@ func (r *Reconciler) confirmDone(ctx context.Context, obs *observed, in *status.
 	recovered = r.doneBefore(obs, in.UpdateRevision)
 	unsettled := false
 	if len(in.Roles) == 0 && in.LWS != nil {
-		in.Unsettled, in.UnsettledWatched = r.unsettled(ctx, ms, obs.service, obs.serviceConflict, naming.ServiceName(ms.Name), in.LWS, !recovered)
+		in.Unsettled, in.UnsettledWatched = r.unsettled(ctx, ms.Namespace, obs.service, obs.serviceConflict, naming.ServiceName(ms.Name), in.LWS.Name, !recovered)
 		unsettled = in.Unsettled != ""
 	}
 	for i := range in.Roles {
 		if ri := &in.Roles[i]; ri.LWS != nil {
 			ro := obs.role(ri.Name)
-			ri.Unsettled, ri.UnsettledWatched = r.unsettled(ctx, ms, ro.service, ro.serviceConflict, naming.RoleServiceName(ms.Name, ri.Name), ri.LWS, !recovered)
+			ri.Unsettled, ri.UnsettledWatched = r.unsettled(ctx, ms.Namespace, ro.service, ro.serviceConflict, naming.RoleServiceName(ms.Name, ri.Name), ri.LWS.Name, !recovered)
 			unsettled = unsettled || ri.Unsettled != ""
 		}
 	}
@@ -126,88 +124,15 @@ func (r *Reconciler) doneBefore(obs *observed, updateRev string) bool {
 // Service not made yet (watched: the Service's create event, or the Service maker when the create
 // fails, brings the next pass), else its leader StatefulSet not done rolling (not watched; read
 // only when readLeaderSet); "" when neither.
-//
-// While the Service is not made yet, the leader StatefulSet is read once already (one read per
-// LeaderWorkerSet and generation, however many passes come before the Service), and the pass
-// the Service's create event brings reads it only if that read found it not settled: in a burst
-// of servings the Service is often the last piece to come, seconds after the groups, and that
-// pass then only writes the status (the read was one request more in it, ~70 ms mean under the
-// burst of 1000 on 2 cores, session 42). What the read guards against, a StatefulSet handed a
-// template its pods do not show yet, needs the LeaderWorkerSet to change: a new generation or a
-// new LeaderWorkerSet, which are read again.
-func (r *Reconciler) unsettled(ctx context.Context, ms *v1.ModelServing, svc *corev1.Service, conflict bool, svcName string, lws *lwsv1.LeaderWorkerSet, readLeaderSet bool) (why string, watched bool) {
-	unmade := serviceUnmade(svc, conflict, svcName)
+func (r *Reconciler) unsettled(ctx context.Context, namespace string, svc *corev1.Service, conflict bool, svcName, lwsName string, readLeaderSet bool) (why string, watched bool) {
+	if why := serviceUnmade(svc, conflict, svcName); why != "" {
+		return why, true
+	}
 	if !readLeaderSet {
-		return unmade, unmade != ""
-	}
-	key := client.ObjectKeyFromObject(ms)
-	read, settled := r.leaderSetReads.seen(key, lws)
-	if unmade != "" {
-		if !read {
-			r.leaderSetReads.note(key, lws, r.leaderSetUnsettled(ctx, ms.Namespace, lws.Name) == "")
-		}
-		return unmade, true
-	}
-	if settled {
 		return "", false
 	}
-	why = r.leaderSetUnsettled(ctx, ms.Namespace, lws.Name)
-	r.leaderSetReads.note(key, lws, why == "")
-	return why, false
+	return r.leaderSetUnsettled(ctx, namespace, lwsName), false
 }
-
-// leaderSetReads remembers, per serving, what the last read of each of its LeaderWorkerSets'
-// leader StatefulSets found (see unsettled). The passes of one serving never run at once (the
-// work queue's promise): a load and a store do, and the slice stored is a new one, never changed
-// once stored.
-type leaderSetReads struct {
-	m sync.Map // types.NamespacedName (the serving) -> []leaderSetRead
-}
-
-// leaderSetRead is a read of the leader StatefulSet of a LeaderWorkerSet, which one (its name
-// and UID) at which generation, and whether it was settled.
-type leaderSetRead struct {
-	name       string
-	uid        types.UID
-	generation int64
-	settled    bool
-}
-
-func (l *leaderSetReads) load(key types.NamespacedName) []leaderSetRead {
-	v, ok := l.m.Load(key)
-	if !ok {
-		return nil
-	}
-	return v.([]leaderSetRead)
-}
-
-// seen: the leader StatefulSet of lws (this very one, at its generation) was read, and found
-// settled.
-func (l *leaderSetReads) seen(key types.NamespacedName, lws *lwsv1.LeaderWorkerSet) (read, settled bool) {
-	for _, s := range l.load(key) {
-		if s.name == lws.Name {
-			if s.uid != lws.UID || s.generation != lws.Generation {
-				return false, false
-			}
-			return true, s.settled
-		}
-	}
-	return false, false
-}
-
-// note remembers a read of the leader StatefulSet of lws.
-func (l *leaderSetReads) note(key types.NamespacedName, lws *lwsv1.LeaderWorkerSet, settled bool) {
-	read := leaderSetRead{name: lws.Name, uid: lws.UID, generation: lws.Generation, settled: settled}
-	reads := []leaderSetRead{read}
-	for _, s := range l.load(key) {
-		if s.name != lws.Name {
-			reads = append(reads, s)
-		}
-	}
-	l.m.Store(key, reads)
-}
-
-func (l *leaderSetReads) forget(key types.NamespacedName) { l.m.Delete(key) }
 
 // serviceUnmade says that a Service is not made yet, "" when it is (or its name is someone else's:
 // the NameConflict is reported instead).
