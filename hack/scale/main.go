@@ -549,6 +549,8 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 		return nil, err
 	}
 	prom0 := s.metrics(ctx)
+	peaks := sampleHeap(ctx, s.metrics, 2*time.Second)
+	defer peaks.stop()
 	var profiling []*exec.Cmd
 	if s.name == "kubectl-llm" {
 		for _, p := range []struct{ file, path string }{
@@ -650,6 +652,7 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	}
 	r.apiWait = apiWaits(lat0, lat1)
 	r.internals = internals(prom0, s.metrics(ctx), n)
+	peaks.end(r.internals)
 	if s.name == "kubectl-llm" {
 		for _, c := range profiling {
 			if err := c.Wait(); err != nil {
@@ -708,6 +711,9 @@ func measure(ctx context.Context, s side, n, reps int) (*results, error) {
 	}
 	if r.internals != nil {
 		r.internals["rss anon"], r.internals["rss file"] = rssKinds(pid)
+		if hwm, err := peakRSSMiB(pid); err == nil {
+			r.internals["rss peak"] = hwm
+		}
 	}
 	fmt.Fprintf(os.Stderr, "%s RSS after the burst: %s (%s)\n", s.name, rssParts(pid), rssByMapping(pid))
 	if singleN > 0 {
@@ -2383,6 +2389,10 @@ func printTable(w *os.File, n, reps, nodes int, lwsRounds, llmRounds []*results)
 		{"go sys", "controller memory held by the Go runtime after the burst", "MiB"},
 		{"rss anon", "controller RSS anonymous after the burst (heap, stacks)", "MiB"},
 		{"rss file", "controller RSS file-backed after the burst (the binary's pages)", "MiB"},
+		{"rss peak", "controller RSS at its highest, by the burst's end (VmHWM)", "MiB"},
+		{"heap peak", "controller heap in use at its highest during the burst (sampled every 2 s)", "MiB"},
+		{"heap held peak", "controller heap held (in use and free not returned) at its highest during the burst (sampled)", "MiB"},
+		{"heap goal peak", "controller GC heap goal at its highest during the burst (sampled)", "MiB"},
 	}, func(r *results) map[string]float64 { return r.internals })
 	churnCost := func(how string, of func(*results) *churned) {
 		num(fmt.Sprintf("%s: the machine's CPU busy (every process, its %d cores together), median of the rounds", how, cores()), "%", func(r *results) float64 { return 100 * of(r).busy })
