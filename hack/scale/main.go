@@ -2611,18 +2611,21 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / 100, nil // USER_HZ is 100 on Linux
 }
 
-func rssMiB(pid int) (float64, error) {
+func rssMiB(pid int) (float64, error) { return procStatusMiB(pid, "VmRSS") }
+
+// procStatusMiB is a memory field of /proc/<pid>/status (VmRSS, VmHWM…) in MiB.
+func procStatusMiB(pid int, field string) (float64, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
+		if strings.HasPrefix(line, field+":") {
 			kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
 			return kb / 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	return 0, fmt.Errorf("no %s for pid %d", field, pid)
 }
 
 // rssParts is a process's resident memory by kind from /proc/<pid>/status: anonymous (heap,

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -86,16 +84,4 @@ func (p *heapPeaks) end(internals map[string]float64) {
 }
 
 // peakRSSMiB is a process's resident memory at its highest so far (VmHWM), in MiB.
-func peakRSSMiB(pid int) (float64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
-			return kb / 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM for pid %d", pid)
-}
+func peakRSSMiB(pid int) (float64, error) { return procStatusMiB(pid, "VmHWM") }
