@@ -177,8 +177,8 @@ down() {
 
 # The install render of VARIANT without its Deployment documents. A document's lines are kept
 # in an array, not joined into one string: appending each line to a string copies it whole, and
-# the largest document (a CRD of 1.3 MB, 17,909 lines) took 30 s that way on an idle 2-core machine, 42 s of CPU while a perf run
-# shared the machine (under 0.1 s this way).
+# the largest document (a CRD of 1.3 MB, 17,909 lines) took 30 s that way on an idle 2-core
+# machine, 42 s of CPU while a perf run shared it (under 0.1 s this way).
 render_without_deployment() {
   awk 'function flush(   i) { if (n && !deployment) { print "---"; for (i = 1; i <= n; i++) print lines[i] } n = 0; deployment = 0 }
        /^---$/ { flush(); next } { lines[++n] = $0; if ($0 == "kind: Deployment") deployment = 1 } END { flush() }' "$ROOT/config/install/$1.yaml"
