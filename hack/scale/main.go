@@ -2059,10 +2059,10 @@ func internals(before, after map[string]float64, n int) map[string]float64 {
 	if hasMetric(after, operator.ClientThrottleMetric+"_count") {
 		out["client throttled"] = 1000 * sumSeries(before, after, operator.ClientThrottleMetric+"_sum", "") / float64(n)
 	}
-	out["heap"] = after["go_memstats_heap_inuse_bytes"] / (1 << 20)
 	// Where the rest of the Go runtime's memory is: free heap spans not yet returned to the
 	// system (resident until the scavenger returns them), goroutine stacks, and all it holds.
-	out["heap retained"] = (after["go_memstats_heap_idle_bytes"] - after["go_memstats_heap_released_bytes"]) / (1 << 20)
+	inUse, held, _ := heapOf(after)
+	out["heap"], out["heap retained"] = inUse, held-inUse
 	out["stacks"] = after["go_memstats_stack_inuse_bytes"] / (1 << 20)
 	out["go sys"] = after["go_memstats_sys_bytes"] / (1 << 20)
 	return out

@@ -259,11 +259,11 @@ func lwsStatusCountsOnly(old, cur client.Object) bool {
 // readinessChanged reports whether an update moved a pod into or out of Ready as the serving's
 // status counts it (status.ClassifyPod): the serving's readiness may move with it, so its pass is
 // not batched (the serving's Ready would otherwise wait for the LeaderWorkerSet's status, one
-// write later) and goes before other live servings' (readinessPriority). A pod whose deletion begins is the exception: it leaves Ready as the status
-// counts it, but the pods of a group that restarts are all deleted within moments, and their
-// deletions queue at once anyway; batched, a group's restart is one pass rather than one per pod
-// (runs I and J of session 22: the recovery while servings were deleted took a third longer with
-// each at once).
+// write later) and goes before other live servings' (readinessPriority). A pod whose deletion
+// begins is the exception: it leaves Ready as the status counts it, but the pods of a group that
+// restarts are all deleted within moments, and their deletions queue at once anyway; batched, a
+// group's restart is one pass rather than one per pod (runs I and J of session 22: the recovery
+// while servings were deleted took a third longer with each at once).
 func readinessChanged(old, cur client.Object) bool {
 	o, ok1 := old.(*corev1.Pod)
 	c, ok2 := cur.(*corev1.Pod)
